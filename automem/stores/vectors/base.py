@@ -1,0 +1,158 @@
+"""The vector-store interface shared by the Qdrant Edge and Qdrant server adapters.
+
+Filters are written in a small backend-neutral form (`Match`, `Range`, `IsNull`, `Filter`) that
+each adapter translates into its own client's models, so recall code never imports a Qdrant
+package. Every point carries a `rev` in its payload: the graph's revision counter for that
+memory. `upsert` never replaces a point whose stored `rev` is equal or newer, so a slow writer
+holding an old snapshot of the graph can never overwrite a newer one.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Match:
+    """Payload `field` equals any of `values` (for list fields: any element equals any value)."""
+
+    field: str
+    values: tuple[str | int | bool, ...]
+
+
+@dataclass(frozen=True)
+class Range:
+    """Numeric (`kind="float"`) or ISO-8601 datetime (`kind="datetime"`) range on a payload field."""
+
+    field: str
+    gte: float | str | None = None
+    gt: float | str | None = None
+    lte: float | str | None = None
+    lt: float | str | None = None
+    kind: Literal["float", "datetime"] = "float"
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """Payload `field` is null or absent."""
+
+    field: str
+
+
+@dataclass(frozen=True)
+class HasId:
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """All of `must`, at least one of `should` (when given), none of `must_not`."""
+
+    must: tuple[Condition, ...] = ()
+    should: tuple[Condition, ...] = ()
+    must_not: tuple[Condition, ...] = ()
+
+
+Condition = Match | Range | IsNull | HasId | Filter
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    id: str
+    vector: list[float]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rev(self) -> int:
+        return int(self.payload.get("rev", 0))
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VectorRecord:
+    id: str
+    payload: dict[str, Any]
+    vector: list[float] | None = None
+
+
+# Payload fields recall filters on, with the index each backend builds for them.
+PAYLOAD_INDEXES: dict[str, Literal["keyword", "float", "integer", "datetime"]] = {
+    "tags": "keyword",
+    "tag_prefixes": "keyword",
+    "type": "keyword",
+    "state": "keyword",
+    "tenant": "keyword",
+    "timestamp": "datetime",
+    "t_valid": "datetime",
+    "t_invalid": "datetime",
+    "importance": "float",
+    "rev": "integer",
+}
+
+
+class VectorStore(abc.ABC):
+    """One collection of memory vectors. Implementations: `EdgeVectorStore`, `QdrantVectorStore`."""
+
+    backend: str = "abstract"
+
+    @abc.abstractmethod
+    def ensure_collection(self, dimension: int) -> None:
+        """Create the collection (cosine distance) and payload indexes if missing.
+
+        Raises `DimensionMismatch` when it exists with another dimension."""
+
+    @abc.abstractmethod
+    def dimension(self) -> int | None:
+        """The collection's vector dimension, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points; a stored point with `rev` >= the new point's `rev` is kept."""
+
+    @abc.abstractmethod
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove points unconditionally (purge)."""
+
+    @abc.abstractmethod
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
+        """The stored points among `ids` (missing ids are skipped), in no particular order."""
+
+    @abc.abstractmethod
+    def search(self, vector: Sequence[float], limit: int, flt: Filter | None = None,
+               score_threshold: float | None = None) -> list[VectorHit]:
+        """Nearest points by cosine similarity, best first, with the filter applied in the engine."""
+
+    @abc.abstractmethod
+    def count(self, flt: Filter | None = None) -> int:
+        """Exact number of points matching the filter."""
+
+    @abc.abstractmethod
+    def scroll(self, flt: Filter | None = None, limit: int = 256, offset: str | None = None,
+               with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+        """One page of points in id order and the offset of the next page (None at the end)."""
+
+    @abc.abstractmethod
+    def drop(self) -> None:
+        """Delete the whole collection (used by rebuilds)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Flush and release the store (for Edge: the shard's WAL lock)."""
+
+    def iter_records(self, flt: Filter | None = None, page: int = 512,
+                     with_vectors: bool = False) -> Iterator[VectorRecord]:
+        offset: str | None = None
+        while True:
+            records, offset = self.scroll(flt, limit=page, offset=offset, with_vectors=with_vectors)
+            yield from records
+            if offset is None:
+                return
