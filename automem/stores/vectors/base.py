@@ -127,8 +127,13 @@ class VectorStore(abc.ABC):
         """The stored points among `ids` (missing ids are skipped), in no particular order."""
 
     @abc.abstractmethod
-    def search(self, vector: Sequence[float], limit: int, flt: Filter | None = None,
-               score_threshold: float | None = None) -> list[VectorHit]:
+    def search(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        flt: Filter | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
         """Nearest points by cosine similarity, best first, with the filter applied in the engine."""
 
     @abc.abstractmethod
@@ -136,8 +141,13 @@ class VectorStore(abc.ABC):
         """Exact number of points matching the filter."""
 
     @abc.abstractmethod
-    def scroll(self, flt: Filter | None = None, limit: int = 256, offset: str | None = None,
-               with_vectors: bool = False) -> tuple[list[VectorRecord], str | None]:
+    def scroll(
+        self,
+        flt: Filter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[VectorRecord], str | None]:
         """One page of points in id order and the offset of the next page (None at the end)."""
 
     @abc.abstractmethod
@@ -148,8 +158,9 @@ class VectorStore(abc.ABC):
     def close(self) -> None:
         """Flush and release the store (for Edge: the shard's WAL lock)."""
 
-    def iter_records(self, flt: Filter | None = None, page: int = 512,
-                     with_vectors: bool = False) -> Iterator[VectorRecord]:
+    def iter_records(
+        self, flt: Filter | None = None, page: int = 512, with_vectors: bool = False
+    ) -> Iterator[VectorRecord]:
         offset: str | None = None
         while True:
             records, offset = self.scroll(flt, limit=page, offset=offset, with_vectors=with_vectors)

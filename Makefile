@@ -1,0 +1,40 @@
+# Two commands for a newcomer: `make run` (install + start on the embedded default) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA_DIR ?= $(HOME)/.local/share/automem
+PORT ?= 8001
+
+.PHONY: install run test test-fast lint typecheck docs clean
+
+$(BIN)/automem: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/automem
+
+run: install
+	$(BIN)/automem serve --data-dir $(DATA_DIR) --port $(PORT)
+
+test: install
+	$(BIN)/ruff check automem enrichment tests scripts
+	$(BIN)/mypy
+	$(BIN)/automem settings --check
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: install
+	$(BIN)/ruff check automem enrichment tests scripts
+
+typecheck: install
+	$(BIN)/mypy
+
+docs: install
+	$(BIN)/automem settings --write
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+import sys
+
+from automem.cli import main
+
+sys.exit(main())

@@ -1,0 +1,107 @@
+"""The application factory: `create_app(settings)` builds clients, blueprints and the error handler."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from flask import Flask, Response, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from automem.auth import check_api_key
+from automem.errors import AutomemError, ConfigurationError, envelope
+from automem.services import Services, build_services
+from automem.settings import Settings, host_is_loopback, load_settings
+
+log = logging.getLogger(__name__)
+
+
+def check_bind_allowed(settings: Settings, host: str | None = None) -> None:
+    """Refuse to serve a non-loopback address without an API token."""
+    address = host or settings.host
+    if not settings.api_token and not host_is_loopback(address):
+        raise ConfigurationError(
+            f"refusing to bind {address} without AUTOMEM_API_TOKEN: set a token, or bind 127.0.0.1"
+        )
+    if not settings.api_token:
+        log.warning("AUTOMEM_API_TOKEN is not set: accepting unauthenticated requests on %s", address)
+
+
+def create_app(
+    settings: Settings | None = None, *, services: Services | None = None, start_vector_drain: bool = True
+) -> Flask:
+    settings = settings or load_settings()
+    check_bind_allowed(settings)
+    app = Flask("automem")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    svc = services or build_services(settings, owner_of_vectors=True)
+    app.extensions["automem"] = svc
+    _register_blueprints(app)
+    _register_hooks(app, settings)
+    _register_error_handlers(app)
+    if start_vector_drain and svc.vectors is not None and settings.resolved_vector_backend() == "edge":
+        _start_vector_drain(app, svc)
+    return app
+
+
+def _register_blueprints(app: Flask) -> None:
+    from automem.api import health, memories, pending, tags
+
+    for module in (health, memories, tags, pending):
+        app.register_blueprint(module.bp)
+
+
+def _register_hooks(app: Flask, settings: Settings) -> None:
+    @app.before_request
+    def _request_context() -> None:
+        g.request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
+        check_api_key(settings)
+
+    @app.after_request
+    def _request_id_header(response: Response) -> Response:
+        response.headers["X-Request-ID"] = getattr(g, "request_id", "")
+        return response
+
+
+def _register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(AutomemError)
+    def _automem_error(exc: AutomemError) -> tuple[Response, int]:
+        return jsonify(envelope(exc.message, exc.code, exc.field, **exc.extra)), exc.status
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> tuple[Response, int]:
+        status = exc.code or 500
+        code = (exc.name or "error").lower().replace(" ", "_")
+        message = exc.description or exc.name or "error"
+        if status == 413:
+            code, message = (
+                "payload_too_large",
+                f"the request body exceeds {app.config['MAX_CONTENT_LENGTH']} bytes",
+            )
+        return jsonify(envelope(message, code)), status
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> tuple[Response, int]:
+        log.exception("unhandled error (request %s)", getattr(g, "request_id", "-"))
+        return jsonify(envelope("internal server error", "internal_error")), 500
+
+
+def _start_vector_drain(app: Flask, svc: Services) -> None:
+    """Embedded mode: this process owns the Edge shard and applies the workers' vector writes."""
+    stop = threading.Event()
+    thread = threading.Thread(target=svc.sync.run_forever, args=(stop,), name="vector-sync", daemon=True)
+    thread.start()
+    app.extensions["automem.vector_drain"] = (thread, stop)
+
+
+def stop_app(app: Flask) -> None:
+    """Stop background threads and release the stores (tests and clean shutdown)."""
+    drain: Any = app.extensions.pop("automem.vector_drain", None)
+    if drain:
+        thread, stop = drain
+        stop.set()
+        thread.join(timeout=5)
+    app.extensions["automem"].close()

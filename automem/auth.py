@@ -1,0 +1,64 @@
+"""API-key and admin-token checks.
+
+The API token is read from `X-API-Key`, `Authorization: Bearer`, or `?api_key=` (when allowed)
+and compared in constant time. Admin routes additionally need `X-Admin-Token`.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+from flask import current_app, request
+
+from automem.errors import Forbidden, Unauthorized
+from automem.settings import Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PUBLIC_PATHS = ("/health", "/metrics")
+
+
+def _matches(given: str | None, expected: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def presented_token(settings: Settings) -> str | None:
+    header = request.headers.get("X-API-Key")
+    if header:
+        return header.strip()
+    auth = request.headers.get("Authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip()
+    if settings.allow_query_token:
+        return request.args.get("api_key")
+    return None
+
+
+def is_public(path: str) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+
+
+def check_api_key(settings: Settings) -> None:
+    """Before every request: 401 unless the route is public or the token matches."""
+    if request.method == "OPTIONS" or is_public(request.path) or not settings.api_token:
+        return
+    if not _matches(presented_token(settings), settings.api_token):
+        raise Unauthorized("missing or invalid API token (send X-API-Key or Authorization: Bearer)")
+
+
+def require_admin(view: F) -> F:
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        settings: Settings = current_app.extensions["automem"].settings
+        if not settings.admin_token:
+            raise Forbidden(
+                "admin routes are disabled: ADMIN_API_TOKEN is not configured", code="admin_disabled"
+            )
+        if not _matches(request.headers.get("X-Admin-Token"), settings.admin_token):
+            raise Forbidden("this route needs a valid X-Admin-Token", code="admin_required")
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,490 @@
+"""The memory write path and direct reads: what POST/PATCH/DELETE/GET of a memory mean.
+
+The graph write is the commit point: a 201 is returned only after FalkorDB confirmed the node.
+The vector store and the queues are updated after it; if they fail, the reconcile pass at start
+(and `automem reconcile`) finds memories whose embedding or vector is missing and redoes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import unicodedata
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+
+from automem.classify import EXPLICIT_TYPE_CONFIDENCE, classify
+from automem.embedding import EmbeddingProvider
+from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
+from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
+from automem.settings import Settings
+from automem.stores.graph import CreateOutcome, GraphStore
+from automem.stores.queue import JobQueue
+from automem.tags import canonical_prefix, tag_prefixes
+from automem.timeutil import now_iso
+from automem.vectorsync import VectorSync
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TENANT = "default"
+_PATCH_ATTEMPTS = 5
+
+
+def normalized_content(content: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", content).split())
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(normalized_content(content).encode()).hexdigest()
+
+
+def dedup_key(tenant: str, chash: str) -> str:
+    return f"{tenant}:{chash}"
+
+
+def public_memory(doc: dict[str, Any]) -> dict[str, Any]:
+    """The client-facing shape of a stored memory."""
+    embedded = doc.get("embedding_hash") is not None and doc.get("embedding_hash") == doc.get("content_hash")
+    return {
+        "id": doc["id"],
+        "memory_id": doc["id"],
+        "content": doc.get("content"),
+        "type": doc.get("type"),
+        "confidence": doc.get("confidence"),
+        "tags": doc.get("tags") or [],
+        "tag_prefixes": doc.get("tag_prefixes") or [],
+        "importance": doc.get("importance"),
+        "metadata": json.loads(doc["metadata"]) if doc.get("metadata") else {},
+        "timestamp": doc.get("timestamp"),
+        "created_at": doc.get("created_at"),
+        "updated_at": doc.get("updated_at"),
+        "last_accessed": doc.get("last_accessed"),
+        "t_valid": doc.get("t_valid"),
+        "t_invalid": doc.get("t_invalid"),
+        "version": doc.get("version"),
+        "state": doc.get("state"),
+        "embedding_status": "stored" if embedded else "pending",
+        "enriched": bool(doc.get("enriched")),
+    }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A validated memory ready for the graph."""
+
+    props: dict[str, Any]
+    embedding: list[float] | None
+    classification_method: str
+
+    @property
+    def id(self) -> str:
+        return str(self.props["id"])
+
+    def row(self) -> dict[str, Any]:
+        return {"props": self.props, "embedding": self.embedding}
+
+
+class MemoryService:
+    def __init__(
+        self,
+        settings: Settings,
+        graph: GraphStore,
+        embedder: EmbeddingProvider,
+        jobs: JobQueue | None,
+        sync: VectorSync,
+    ) -> None:
+        self.settings = settings
+        self.graph = graph
+        self.embedder = embedder
+        self.jobs = jobs
+        self.sync = sync
+
+    # --- create -------------------------------------------------------------------------------
+    def prepare(self, body: MemoryCreate, tenant: str, field_prefix: str = "") -> Prepared:
+        content = str(body.content)
+        chash = content_hash(content)
+        now = now_iso()
+        if body.type:
+            mtype, confidence, method = body.type, body.confidence, "explicit"
+            confidence = EXPLICIT_TYPE_CONFIDENCE if confidence is None else confidence
+        else:
+            found = classify(content)
+            mtype, confidence, method = found.type, found.confidence, found.method
+        tags = body.tags or []
+        timestamp = body.timestamp or now
+        embedding = self._checked_embedding(body.embedding, field_prefix)
+        props: dict[str, Any] = {
+            "id": body.id or str(uuid.uuid4()),
+            "tenant": tenant,
+            "content": content,
+            "content_hash": chash,
+            "dedup_key": dedup_key(tenant, chash),
+            "type": mtype,
+            "confidence": float(confidence),
+            "classification": method,
+            "tags": tags,
+            "tag_prefixes": tag_prefixes(tags),
+            "importance": float(0.5 if body.importance is None else body.importance),
+            "metadata": json.dumps(body.metadata or {}, ensure_ascii=False),
+            "timestamp": timestamp,
+            "created_at": now,
+            "updated_at": body.updated_at or now,
+            "last_accessed": body.last_accessed or now,
+            "t_valid": body.t_valid or timestamp,
+            "t_invalid": body.t_invalid,
+            "state": "active",
+            "version": 1,
+            "rev": 1,
+            "enriched": False,
+        }
+        if embedding is not None:
+            props["embedding_hash"] = chash
+            props["embedding_model"] = "client"
+        return Prepared(props, embedding, method)
+
+    def _checked_embedding(self, embedding: list[float] | None, field_prefix: str) -> list[float] | None:
+        if embedding is not None and len(embedding) != self.embedder.dimension:
+            raise InvalidInput(
+                f"embedding has {len(embedding)} dimensions; this service uses {self.embedder.dimension}",
+                field=f"{field_prefix}embedding",
+            )
+        return embedding
+
+    def create(self, body: MemoryCreate, tenant: str = DEFAULT_TENANT) -> tuple[int, dict[str, Any]]:
+        prepared = self.prepare(body, tenant)
+        outcome = self.graph.create_memories([prepared.row()])[0]
+        if outcome.status == "conflict":
+            raise Conflict(f"a memory with id {prepared.id} already exists", field="id", code="duplicate_id")
+        if outcome.status == "duplicate":
+            existing = self.graph.get_memory(str(outcome.existing_id)) or {}
+            return 200, {
+                "status": "success",
+                "deduplicated": True,
+                "memory_id": outcome.existing_id,
+                "type": existing.get("type"),
+                "confidence": existing.get("confidence"),
+                "memory": public_memory(existing) if existing else None,
+            }
+        embedding_status = self._after_create([prepared])
+        props = prepared.props
+        return 201, {
+            "status": "success",
+            "memory_id": prepared.id,
+            "type": props["type"],
+            "confidence": props["confidence"],
+            "classification": prepared.classification_method,
+            "tags": props["tags"],
+            "tag_prefixes": props["tag_prefixes"],
+            "importance": props["importance"],
+            "timestamp": props["timestamp"],
+            "stored_at": props["created_at"],
+            "version": 1,
+            "deduplicated": False,
+            "embedding": embedding_status[prepared.id],
+            "enrichment": "disabled",
+        }
+
+    def create_batch(
+        self,
+        bodies: Sequence[MemoryCreate],
+        tenant: str = DEFAULT_TENANT,
+    ) -> list[dict[str, Any]]:
+        prepared = [self.prepare(b, tenant, f"memories[{n}].") for n, b in enumerate(bodies)]
+        self._reject_repeated_ids(prepared)
+        self._reject_existing_ids(prepared)
+        unique, repeats = self._split_in_batch_duplicates(prepared)
+        outcomes = {o.id: o for o in self.graph.create_memories([p.row() for p in unique])}
+        conflicts = [o for o in outcomes.values() if o.status == "conflict"]
+        if conflicts:
+            # Nothing was written for those rows; report them so the client can retry without them.
+            log.info("batch held %d ids that already exist", len(conflicts))
+        created = [p for p in unique if outcomes[p.id].status == "created"]
+        statuses = self._after_create(created)
+        results = []
+        for item in prepared:
+            outcome = outcomes.get(item.id) or repeats[item.id]
+            results.append(_batch_item(outcome, statuses.get(item.id)))
+        return results
+
+    @staticmethod
+    def _reject_repeated_ids(prepared: Sequence[Prepared]) -> None:
+        seen: set[str] = set()
+        for n, item in enumerate(prepared):
+            if item.id in seen:
+                raise InvalidInput(f"memories[{n}].id repeats an id of this batch", field=f"memories[{n}].id")
+            seen.add(item.id)
+
+    def _reject_existing_ids(self, prepared: Sequence[Prepared]) -> None:
+        """All-or-nothing: a batch naming an id that already exists writes nothing (409)."""
+        index = {p.id: n for n, p in enumerate(prepared)}
+        existing = self.graph.get_memories(list(index))
+        if existing:
+            n = min(index[doc["id"]] for doc in existing)
+            raise Conflict(
+                f"memories[{n}].id: a memory with id {prepared[n].id} already exists",
+                field=f"memories[{n}].id",
+                code="duplicate_id",
+            )
+
+    @staticmethod
+    def _split_in_batch_duplicates(
+        prepared: Sequence[Prepared],
+    ) -> tuple[list[Prepared], dict[str, CreateOutcome]]:
+        first_by_key: dict[str, str] = {}
+        unique: list[Prepared] = []
+        repeats: dict[str, CreateOutcome] = {}
+        for item in prepared:
+            key = str(item.props["dedup_key"])
+            if key in first_by_key:
+                repeats[item.id] = CreateOutcome(item.id, "duplicate", first_by_key[key])
+            else:
+                first_by_key[key] = item.id
+                unique.append(item)
+        return unique, repeats
+
+    def _after_create(self, created: Sequence[Prepared]) -> dict[str, str]:
+        """Sync supplied vectors now, queue embedding of the rest; returns each id's embedding status."""
+        statuses: dict[str, str] = {}
+        with_vector = [p.id for p in created if p.embedding is not None]
+        if with_vector:
+            self._sync_quietly(with_vector)
+            statuses.update(dict.fromkeys(with_vector, "stored"))
+        to_embed = [p for p in created if p.embedding is None]
+        for start in range(0, len(to_embed), self.settings.embedding_batch_size):
+            chunk = to_embed[start : start + self.settings.embedding_batch_size]
+            queued = self._enqueue_embed([p.id for p in chunk], [str(p.props["content_hash"]) for p in chunk])
+            statuses.update(dict.fromkeys((p.id for p in chunk), "queued" if queued else "pending"))
+        return statuses
+
+    def _enqueue_embed(self, ids: list[str], hashes: list[str]) -> bool:
+        if self.jobs is None:
+            return False
+        try:
+            self.jobs.enqueue_embed(ids, hashes)
+            return True
+        except redis.exceptions.RedisError:
+            log.warning("could not queue embedding of %d memories; reconcile will pick them up", len(ids))
+            return False
+
+    def _sync_quietly(self, ids: list[str]) -> None:
+        """Vector sync after a committed graph write: a failure is repaired later, never a 5xx."""
+        try:
+            self.sync.request(ids)
+        except StoreUnavailable:
+            raise
+        except Exception:
+            log.exception("vector sync of %d memories failed; reconcile will repair it", len(ids))
+
+    # --- read ---------------------------------------------------------------------------------
+    def get(self, memory_id: str) -> dict[str, Any]:
+        doc = self.graph.get_memory(memory_id)
+        if doc is None:
+            raise NotFound(f"memory {memory_id} not found", field="id")
+        return public_memory(doc)
+
+    def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        tags = [canonical_prefix(t) for t in query.tags] if query.tag_match == "prefix" else query.tags
+        tags = [t for t in tags if t]
+        if not tags:
+            raise InvalidInput("tags: at least one tag is required", field="tags")
+        docs = self.graph.by_tag(
+            tags,
+            tenant=tenant,
+            mode=query.tag_mode,
+            match=query.tag_match,
+            limit=query.limit + 1,
+            offset=query.offset,
+        )
+        has_more = len(docs) > query.limit
+        items = [_listing_item(doc) for doc in docs[: query.limit]]
+        return {
+            "status": "success",
+            "tags": query.tags,
+            "tag_mode": query.tag_mode,
+            "tag_match": query.tag_match,
+            "limit": query.limit,
+            "offset": query.offset,
+            "count": len(items),
+            "has_more": has_more,
+            "memories": items,
+            "results": items,
+        }
+
+    def tag_tree(self, prefix: str | None, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        canonical = canonical_prefix(prefix) if prefix else None
+        rows = self.graph.tag_counts(canonical, tenant)
+        return {
+            "status": "success",
+            "prefix": canonical,
+            "tags": _tree(rows),
+            "flat": [{"tag": tag, "count": count} for tag, count in rows],
+        }
+
+    # --- update -------------------------------------------------------------------------------
+    def update(self, memory_id: str, body: MemoryUpdate) -> dict[str, Any]:
+        given = body.model_fields_set
+        embedding = self._checked_embedding(body.embedding, "")
+        for _ in range(_PATCH_ATTEMPTS):
+            current = self.graph.get_memory(memory_id)
+            if current is None:
+                raise NotFound(f"memory {memory_id} not found", field="id")
+            if body.if_version is not None and body.if_version != current["version"]:
+                raise _version_conflict(memory_id, current["version"], body.if_version)
+            props, new_hash = self._changes(current, body, given, embedding)
+            updated = self.graph.update_memory(
+                memory_id,
+                props,
+                expected_version=int(current["version"]),
+                dedup_key=dedup_key(current["tenant"], new_hash) if new_hash else None,
+                embedding=embedding,
+            )
+            if updated is not None:
+                self._after_update(
+                    updated, content_changed=bool(new_hash), embedding_given=embedding is not None
+                )
+                return {"status": "success", "memory_id": memory_id, "memory": public_memory(updated)}
+            if body.if_version is not None:
+                latest = self.graph.get_memory(memory_id)
+                if latest is None:
+                    raise NotFound(f"memory {memory_id} not found", field="id")
+                raise _version_conflict(memory_id, latest["version"], body.if_version)
+        raise Conflict("the memory kept changing during the update; retry", code="version_conflict")
+
+    def _changes(
+        self, current: dict[str, Any], body: MemoryUpdate, given: set[str], embedding: list[float] | None
+    ) -> tuple[dict[str, Any], str | None]:
+        props: dict[str, Any] = {"updated_at": body.updated_at or now_iso()}
+        new_hash = None
+        if body.content is not None and body.content != current["content"]:
+            new_hash = content_hash(body.content)
+            props["content"] = body.content
+            props["content_hash"] = new_hash
+        if embedding is not None:
+            props["embedding_hash"] = new_hash or current["content_hash"]
+            props["embedding_model"] = "client"
+        if body.tags is not None:
+            props["tags"] = body.tags
+            props["tag_prefixes"] = tag_prefixes(body.tags)
+        if body.type is not None:
+            props["type"] = body.type
+            props["classification"] = "explicit"
+            props["confidence"] = float(
+                body.confidence if body.confidence is not None else EXPLICIT_TYPE_CONFIDENCE
+            )
+        elif body.confidence is not None:
+            props["confidence"] = float(body.confidence)
+        if body.importance is not None:
+            props["importance"] = float(body.importance)
+        if body.metadata is not None:
+            props["metadata"] = json.dumps(
+                _merge_metadata(current.get("metadata"), body.metadata), ensure_ascii=False
+            )
+        for field in ("timestamp", "last_accessed"):
+            if getattr(body, field) is not None:
+                props[field] = getattr(body, field)
+        if "t_invalid" in given:
+            props["t_invalid"] = body.t_invalid  # an explicit null clears the end of validity
+        if "t_valid" in given:
+            props["t_valid"] = body.t_valid or props.get("timestamp") or current["timestamp"]
+        return props, new_hash
+
+    def _after_update(self, doc: dict[str, Any], content_changed: bool, embedding_given: bool) -> None:
+        if content_changed and not embedding_given:
+            self._enqueue_embed([doc["id"]], [doc["content_hash"]])
+        self._sync_quietly([doc["id"]])
+
+    # --- delete -------------------------------------------------------------------------------
+    def delete(self, memory_id: str, if_version: int | None = None) -> dict[str, Any]:
+        doc = self.graph.soft_delete(memory_id, now_iso(), if_version)
+        if doc is None:
+            current = self.graph.get_memory(memory_id)
+            if current is None:
+                raise NotFound(f"memory {memory_id} not found", field="id")
+            raise _version_conflict(memory_id, current["version"], if_version)
+        self._sync_quietly([memory_id])
+        return {
+            "status": "success",
+            "memory_id": memory_id,
+            "deleted": "soft",
+            "message": f"Memory {memory_id} deleted",
+            "recoverable_days": self.settings.retention_days,
+        }
+
+    def purge(self, memory_id: str) -> dict[str, Any]:
+        if not self.graph.purge(memory_id):
+            raise NotFound(f"memory {memory_id} not found", field="id")
+        self._sync_quietly([memory_id])
+        return {
+            "status": "success",
+            "memory_id": memory_id,
+            "deleted": "hard",
+            "message": f"Memory {memory_id} purged",
+        }
+
+
+def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
+    return Conflict(
+        f"memory {memory_id} is at version {current}, not {expected}",
+        field="if_version",
+        code="version_conflict",
+        extra={"current_version": current},
+    )
+
+
+def _merge_metadata(stored: str | None, patch: dict[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = json.loads(stored) if stored else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _batch_item(outcome: CreateOutcome, embedding_status: str | None) -> dict[str, Any]:
+    if outcome.status == "created":
+        return {"id": outcome.id, "memory_id": outcome.id, "status": "created", "embedding": embedding_status}
+    if outcome.status == "duplicate":
+        return {
+            "id": outcome.existing_id,
+            "memory_id": outcome.existing_id,
+            "status": "duplicate",
+            "requested_id": outcome.id,
+        }
+    return {
+        "id": outcome.id,
+        "memory_id": outcome.id,
+        "status": "conflict",
+        "error": f"a memory with id {outcome.id} already exists",
+    }
+
+
+def _listing_item(doc: dict[str, Any]) -> dict[str, Any]:
+    """The recall result shape, for listings where the score is the importance."""
+    memory = public_memory(doc)
+    return {
+        "id": doc["id"],
+        "memory": memory,
+        "score": memory["importance"],
+        "score_components": {"importance": memory["importance"]},
+        "channels": ["listing"],
+        "relations": [],
+        "match_type": "tag",
+    }
+
+
+def _tree(rows: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """Nest `a`, `a:b`, `a:b:c` prefix counts into a tree of {name, tag, count, children}."""
+    roots: list[dict[str, Any]] = []
+    nodes: dict[str, dict[str, Any]] = {}
+    for tag, count in sorted(rows):
+        node = {"name": tag.rsplit(":", 1)[-1], "tag": tag, "count": count, "children": []}
+        nodes[tag] = node
+        parent = nodes.get(tag.rsplit(":", 1)[0]) if ":" in tag else None
+        (parent["children"] if parent else roots).append(node)
+    return roots

@@ -1,0 +1,259 @@
+"""Pydantic models for request bodies and query strings.
+
+Limits that depend on settings (content length, tag and metadata limits) are read from the
+validation context, so one model serves every configuration: `Model.model_validate(data,
+context={"settings": settings})`. `parse()` turns a pydantic error into `InvalidInput` naming
+the field at fault.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from automem.classify import MEMORY_TYPES, canonical_type
+from automem.errors import InvalidInput
+from automem.settings import Settings
+from automem.tags import normalize_tags, split_tag_input
+from automem.timeutil import normalize_iso
+
+M = TypeVar("M", bound=BaseModel)
+
+UnitFloat = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
+
+
+def _settings(info: ValidationInfo) -> Settings:
+    context = info.context or {}
+    settings = context.get("settings")
+    if not isinstance(settings, Settings):
+        raise RuntimeError("validation context needs the settings")
+    return settings
+
+
+def _iso(value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time string")
+    try:
+        return normalize_iso(value)
+    except ValueError as exc:
+        raise ValueError(f"not a valid ISO 8601 date-time: {value!r}") from exc
+
+
+IsoTime = Annotated[str | None, BeforeValidator(_iso)]
+
+
+def _json_depth(value: Any, depth: int = 1) -> int:
+    if isinstance(value, dict):
+        return max([depth, *(_json_depth(v, depth + 1) for v in value.values())])
+    if isinstance(value, list):
+        return max([depth, *(_json_depth(v, depth + 1) for v in value)])
+    return depth - 1 if depth > 1 else depth
+
+
+def check_metadata(value: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if len(encoded.encode()) > settings.max_metadata_bytes:
+        raise ValueError(f"metadata is larger than {settings.max_metadata_bytes} bytes as JSON")
+    if _json_depth(value) > settings.max_metadata_depth:
+        raise ValueError(f"metadata is nested deeper than {settings.max_metadata_depth} levels")
+    return value
+
+
+def check_tags(value: Any, settings: Settings) -> list[str]:
+    if isinstance(value, list) and not all(isinstance(t, str) for t in value):
+        raise ValueError("tags must be strings")
+    if not isinstance(value, str | list):
+        raise ValueError("tags must be an array of strings or a comma-separated string")
+    tags = normalize_tags(split_tag_input(value))
+    if len(tags) > settings.max_tags:
+        raise ValueError(f"at most {settings.max_tags} tags are allowed")
+    too_long = [t for t in tags if len(t) > settings.max_tag_length]
+    if too_long:
+        raise ValueError(f"a tag is longer than {settings.max_tag_length} characters")
+    return tags
+
+
+def check_embedding(value: Any) -> list[float] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = [float(v) for v in value.split(",") if v.strip()]
+        except ValueError as exc:
+            raise ValueError("embedding must be an array of numbers") from exc
+    if not isinstance(value, list) or not value:
+        raise ValueError("embedding must be a non-empty array of numbers")
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+        raise ValueError("embedding must be an array of numbers")
+    floats = [float(v) for v in value]
+    if any(v != v or v in (float("inf"), float("-inf")) for v in floats):
+        raise ValueError("embedding must not contain NaN or infinity")
+    return floats
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+
+
+class _MemoryFields(_Body):
+    """Fields shared by create and update."""
+
+    type: StrictStr | None = None
+    confidence: UnitFloat | None = None
+    importance: UnitFloat | None = None
+    tags: Any = None
+    metadata: dict[str, Any] | None = None
+    timestamp: IsoTime = None
+    t_valid: IsoTime = None
+    t_invalid: IsoTime = None
+    updated_at: IsoTime = None
+    last_accessed: IsoTime = None
+    embedding: Any = None
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        canonical = canonical_type(value)
+        if canonical is None:
+            raise ValueError(f"unknown type {value!r}; use one of {', '.join(MEMORY_TYPES)}")
+        return canonical
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: Any, info: ValidationInfo) -> list[str] | None:
+        return None if value is None else check_tags(value, _settings(info))
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        return None if value is None else check_metadata(value, _settings(info))
+
+    @field_validator("embedding")
+    @classmethod
+    def _embedding(cls, value: Any) -> list[float] | None:
+        return check_embedding(value)
+
+
+def _content(value: Any, info: ValidationInfo) -> str:
+    if not isinstance(value, str):
+        raise ValueError("content must be a string")
+    text = value.strip()
+    if not text:
+        raise ValueError("content must not be empty")
+    limit = _settings(info).content_hard_limit
+    if len(text) > limit:
+        raise ValueError(
+            f"content is {len(text)} characters; the limit is {limit}. Split it into smaller memories"
+        )
+    return text
+
+
+class MemoryCreate(_MemoryFields):
+    content: Any
+    id: StrictStr | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: Any, info: ValidationInfo) -> str:
+        return _content(value, info)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str | None) -> str | None:
+        return None if value is None else parse_uuid(value, "id")
+
+
+class MemoryUpdate(_MemoryFields):
+    content: Any = None
+    if_version: StrictInt | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, value: Any, info: ValidationInfo) -> str | None:
+        return None if value is None else _content(value, info)
+
+
+class BatchCreate(_Body):
+    memories: list[dict[str, Any]]
+
+    @field_validator("memories")
+    @classmethod
+    def _size(cls, value: list[dict[str, Any]], info: ValidationInfo) -> list[dict[str, Any]]:
+        limit = _settings(info).batch_max
+        if not value:
+            raise ValueError("memories must not be empty")
+        if len(value) > limit:
+            raise ValueError(f"at most {limit} memories per batch")
+        return value
+
+
+class ByTagQuery(_Body):
+    tags: list[str]
+    limit: int = Field(50, ge=1)
+    offset: int = Field(0, ge=0)
+    tag_mode: Literal["any", "all"] = "any"
+    tag_match: Literal["prefix", "exact"] = "prefix"
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, value: Any, info: ValidationInfo) -> list[str]:
+        tags = check_tags(value, _settings(info))
+        if not tags:
+            raise ValueError("at least one tag is required")
+        return tags
+
+    @field_validator("limit")
+    @classmethod
+    def _limit(cls, value: int, info: ValidationInfo) -> int:
+        limit = _settings(info).by_tag_max_limit
+        if value > limit:
+            raise ValueError(f"limit must be at most {limit}")
+        return value
+
+
+class TagsQuery(_Body):
+    prefix: str | None = None
+
+
+def parse_uuid(value: str, field: str) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise InvalidInput(f"{field} must be a UUID", field=field) from exc
+
+
+def _field_of(error: Any) -> str:
+    # Only the top-level field: deeper parts of `loc` name pydantic's union branches, not fields.
+    loc = error.get("loc", ())
+    return str(loc[0]) if loc else "body"
+
+
+def parse(model: type[M], data: Any, settings: Settings, field_prefix: str = "") -> M:
+    """Validate `data` into `model` or raise InvalidInput naming the first field at fault."""
+    if not isinstance(data, dict):
+        raise InvalidInput("the request body must be a JSON object", field=field_prefix.rstrip(".") or "body")
+    try:
+        return model.model_validate(data, context={"settings": settings})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = field_prefix + _field_of(first)
+        message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+        raise InvalidInput(f"{field}: {message}", field=field) from exc

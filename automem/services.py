@@ -1,0 +1,89 @@
+"""Builds the service's clients from settings; the one place that wires stores together.
+
+The API process and the RQ worker processes use the same builder. `owner_of_vectors` says whether
+this process opens the vector store: always in server mode (Qdrant handles many clients); in
+embedded mode only the API process may hold the Qdrant Edge shard, so workers hand their vector
+writes to it through `VectorSync`.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import redis
+
+from automem.embedding import EmbeddingProvider, build_provider
+from automem.errors import ConfigurationError, DimensionMismatch
+from automem.idempotency import IdempotencyStore
+from automem.memories import MemoryService
+from automem.settings import Settings
+from automem.stores.graph import GraphStore
+from automem.stores.queue import JobQueue
+from automem.stores.vectors import VectorStore, open_vector_store
+from automem.vectorsync import VectorSync
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    graph: GraphStore
+    queue_redis: redis.Redis
+    jobs: JobQueue
+    embedder: EmbeddingProvider
+    vectors: VectorStore | None
+    sync: VectorSync
+    memories: MemoryService
+    idempotency: IdempotencyStore
+    warnings: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        if self.vectors is not None:
+            self.vectors.close()
+
+
+def _require_url(settings: Settings) -> tuple[str, str]:
+    graph_url, queue_url = settings.graph_url(), settings.queue_url()
+    if not graph_url or not queue_url:
+        raise ConfigurationError(
+            "no FalkorDB configured: set FALKORDB_URL (or FALKORDB_HOST) for server mode, "
+            "or start the embedded stack with `automem serve`"
+        )
+    return graph_url, queue_url
+
+
+def open_vectors(settings: Settings, dimension: int) -> VectorStore:
+    vectors = open_vector_store(settings)
+    try:
+        vectors.ensure_collection(dimension)
+    except DimensionMismatch as exc:
+        vectors.close()
+        raise DimensionMismatch(
+            f"{exc}. The embedding provider now yields {dimension}-dimensional vectors. Run "
+            "`automem reembed` to rebuild the vectors with the new model, or restore the previous "
+            "EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE."
+        ) from exc
+    return vectors
+
+
+def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
+    graph_url, queue_url = _require_url(settings)
+    graph = GraphStore.from_url(graph_url, settings.falkordb_graph)
+    graph.ensure_schema()
+    queue_redis = redis.Redis.from_url(queue_url)
+    embedder, warnings = build_provider(settings)
+    vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None
+    sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch)
+    jobs = JobQueue(queue_redis, settings)
+    memories = MemoryService(settings, graph, embedder, jobs, sync)
+    idempotency = IdempotencyStore(queue_redis, settings.idempotency_ttl_seconds)
+    return Services(
+        settings, graph, queue_redis, jobs, embedder, vectors, sync, memories, idempotency, list(warnings)
+    )
+
+
+def vectors_owned_here(settings: Settings, role: str) -> bool:
+    """API processes always own the vector store; workers only when it is a Qdrant server."""
+    return role == "api" or settings.resolved_vector_backend() == "qdrant"

@@ -1,0 +1,81 @@
+"""RQ queues: the only module that enqueues background work.
+
+Job ids are deterministic (derived from what the job will do), so enqueueing the same work twice
+while it is waiting or running is a no-op, and a memory is never embedded twice concurrently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+
+import redis
+from rq import Queue, Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+
+from automem.settings import Settings
+
+log = logging.getLogger(__name__)
+
+QUEUE_NAMES = ("embed", "enrich", "maintenance")
+_ACTIVE = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
+
+
+class JobQueue:
+    def __init__(self, connection: redis.Redis, settings: Settings) -> None:
+        self.connection = connection
+        self.settings = settings
+        self.queues = {name: Queue(name, connection=connection) for name in QUEUE_NAMES}
+
+    @classmethod
+    def from_url(cls, url: str, settings: Settings) -> JobQueue:
+        return cls(redis.Redis.from_url(url), settings)
+
+    def _retry(self) -> Retry | None:
+        intervals = self.settings.retry_intervals()
+        return Retry(max=len(intervals), interval=intervals) if intervals else None
+
+    def _enqueue(self, queue: str, func: str, job_id: str, *args: object) -> bool:
+        """Enqueue unless a job with this id is already waiting or running; True if enqueued."""
+        try:
+            existing = Job.fetch(job_id, connection=self.connection)
+            if existing.get_status(refresh=False) in _ACTIVE:
+                return False
+        except NoSuchJobError:
+            pass
+        self.queues[queue].enqueue(
+            func,
+            *args,
+            job_id=job_id,
+            retry=self._retry(),
+            job_timeout=self.settings.job_timeout_seconds,
+            result_ttl=3600,
+            failure_ttl=7 * 86400,
+        )
+        return True
+
+    def enqueue_embed(self, memory_ids: Sequence[str], content_hashes: Sequence[str]) -> bool:
+        digest = hashlib.sha1(
+            "|".join(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True)).encode()
+        ).hexdigest()[:24]
+        return self._enqueue("embed", "enrichment.jobs.embed_memories", f"embed-{digest}", list(memory_ids))
+
+    def depths(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name, queue in self.queues.items():
+            try:
+                out[name] = queue.count
+            except redis.exceptions.RedisError:
+                out[name] = -1
+        return out
+
+    def failed_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for name, queue in self.queues.items():
+            try:
+                out[name] = queue.failed_job_registry.count
+            except redis.exceptions.RedisError:
+                out[name] = -1
+        return out

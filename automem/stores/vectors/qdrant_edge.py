@@ -1,0 +1,347 @@
+"""Vector store on an embedded Qdrant Edge shard (`qdrant-edge-py`), one directory per collection.
+
+A shard directory can be open in one process only: Edge takes an exclusive lock on its WAL, so a
+second `EdgeShard.load` (from another process or another object in this one) fails with
+`WouldBlock`. In embedded mode the API process owns the shard; everything else goes through it.
+
+Semantics shared with `QdrantVectorStore` (the contract tests hold both to them):
+- `IsNull` is Qdrant's `is_empty`: the field is absent, null or an empty list.
+- `Match` on booleans is refused, because qdrant-edge-py 0.9 converts `True` to the integer 1,
+  so a boolean match would silently find nothing.
+- On a missing collection reads are empty, `delete` is a no-op and `upsert` raises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from automem.errors import ConfigurationError, DimensionMismatch
+from automem.stores.vectors.base import (
+    PAYLOAD_INDEXES,
+    Condition,
+    Filter,
+    HasId,
+    IsNull,
+    Match,
+    Range,
+    VectorHit,
+    VectorPoint,
+    VectorRecord,
+    VectorStore,
+)
+
+_SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "float": qe.PayloadSchemaType.Float,
+    "integer": qe.PayloadSchemaType.Integer,
+    "datetime": qe.PayloadSchemaType.Datetime,
+}
+
+# Edge writes this file on create; it is the only place the shard's vector size is readable.
+_CONFIG_FILE = "edge_config.json"
+
+
+class EdgeVectorStore(VectorStore):
+    """The shard at `path`, opened in the constructor when it exists (else by `ensure_collection`).
+
+    After `close()` the next call opens the shard again, so a closed store stays usable."""
+
+    backend = "edge"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._shard: qe.EdgeShard | None = None
+        self._dimension: int | None = None
+        # One lock for every shard call: parallel calls gain nothing (measured: 8 threads run
+        # queries no faster than one), and the lock keeps close/drop from racing a running call.
+        self._lock = threading.RLock()
+        with self._lock:
+            self._open_existing()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def _holds_shard(self) -> bool:
+        return (Path(self.path) / _CONFIG_FILE).is_file()
+
+    def _open_existing(self) -> qe.EdgeShard | None:
+        """The open shard, loading it from disk if the path holds one (None when it does not)."""
+        if self._shard is None and self._holds_shard():
+            self._shard = self._load()
+            self._dimension = self._read_config()
+        return self._shard
+
+    def _load(self) -> qe.EdgeShard:
+        try:
+            return qe.EdgeShard.load(self.path)
+        except Exception as exc:  # Edge raises plain Exception for every failure
+            if "WouldBlock" in str(exc):
+                raise ConfigurationError(
+                    f"the Qdrant Edge shard at {self.path} is open in another process; in embedded "
+                    "mode only the API process owns it; stop `automem serve` first or use the admin API"
+                ) from exc
+            raise ConfigurationError(f"cannot open the Qdrant Edge shard at {self.path}: {exc}") from exc
+
+    def _read_config(self) -> int:
+        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
+        params = config.get("vectors", {}).get("")
+        if not params:
+            raise ConfigurationError(f"the Qdrant Edge shard at {self.path} has no default dense vector")
+        if params.get("distance") != "Cosine":
+            raise ConfigurationError(
+                f"the Qdrant Edge shard at {self.path} uses {params.get('distance')} distance, not Cosine"
+            )
+        return int(params["size"])
+
+    def _create(self, dimension: int) -> qe.EdgeShard:
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine))
+        return qe.EdgeShard.create(self.path, config)
+
+    def ensure_collection(self, dimension: int) -> None:
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                shard = self._shard = self._create(dimension)
+                self._dimension = dimension
+            if self._dimension != dimension:
+                raise DimensionMismatch(
+                    f"the Qdrant Edge shard at {self.path} holds {self._dimension}-dimensional vectors, "
+                    f"not {dimension}"
+                )
+            self._ensure_indexes(shard)
+
+    def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
+        existing = shard.info().payload_schema
+        for name, kind in PAYLOAD_INDEXES.items():
+            if name not in existing:
+                shard.update(qe.UpdateOperation.create_field_index(name, _SCHEMA_TYPES[kind]))
+
+    def dimension(self) -> int | None:
+        with self._lock:
+            self._open_existing()
+            return self._dimension
+
+    def drop(self) -> None:
+        with self._lock:
+            # Open it first: a shard another process holds raises here instead of being deleted.
+            self._open_existing()
+            self._release(flush=False)
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._dimension = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._release(flush=True)
+
+    def _release(self, flush: bool) -> None:
+        if self._shard is not None:
+            if flush:
+                self._shard.flush()
+            self._shard.close()
+            self._shard = None
+
+    # --- writes ---------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                raise ConfigurationError(f"no Qdrant Edge shard at {self.path}; call ensure_collection first")
+            for point in points:
+                self._check_vector(point.vector)
+            # One conditional upsert per distinct rev (the condition is per operation): existing
+            # points that fail it are skipped, new ones are inserted. All are built before the
+            # first is applied, so a bad id fails the call without a partial write.
+            operations = [
+                qe.UpdateOperation.upsert_points(
+                    [qe.Point(_uuid(p.id), list(p.vector), p.payload) for p in group],
+                    condition=_older_than(rev),
+                )
+                for rev, group in _by_rev(_latest_per_id(points))
+            ]
+            # Writes are durable in the WAL without flush() (a killed process loses nothing), and a
+            # flush per call costs ~9 ms, so segments are flushed on close() only.
+            for operation in operations:
+                shard.update(operation)
+
+    def _check_vector(self, vector: Sequence[float]) -> None:
+        if len(vector) != self._dimension:
+            raise DimensionMismatch(
+                f"vector of dimension {len(vector)} for a shard of dimension {self._dimension}"
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self._lock:
+            shard = self._open_existing()
+            if shard is not None:
+                shard.update(qe.UpdateOperation.delete_points([_uuid(i) for i in ids]))
+
+    # --- reads ----------------------------------------------------------------------------------
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
+        if not ids:
+            return []
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return []
+            records = shard.retrieve([_uuid(i) for i in ids], with_payload=True, with_vector=with_vectors)
+        return [_record(r, with_vectors) for r in records]
+
+    def search(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        flt: Filter | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None or limit <= 0:
+                return []
+            self._check_vector(vector)
+            request = qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(list(vector)),
+                filter=_filter(flt),
+                score_threshold=score_threshold,
+                with_payload=True,
+            )
+            hits = shard.query(request)
+        return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
+
+    def count(self, flt: Filter | None = None) -> int:
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return 0
+            return int(shard.count(qe.CountRequest(exact=True, filter=_filter(flt))))
+
+    def scroll(
+        self,
+        flt: Filter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[VectorRecord], str | None]:
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return [], None
+            request = qe.ScrollRequest(
+                offset=_uuid(offset) if offset is not None else None,
+                limit=limit,
+                filter=_filter(flt),
+                with_payload=True,
+                with_vector=with_vectors,
+            )
+            records, next_offset = shard.scroll(request)
+        page = [_record(r, with_vectors) for r in records]
+        return page, (str(next_offset) if next_offset is not None else None)
+
+
+# --- rev guard ------------------------------------------------------------------------------------
+def _latest_per_id(points: Sequence[VectorPoint]) -> list[VectorPoint]:
+    """One point per id: the highest rev, the first among equals (as sequential writes would keep).
+
+    Deduplicated up front because how one operation treats an id twice is engine-specific."""
+    latest: dict[str, VectorPoint] = {}
+    for point in points:
+        kept = latest.get(point.id)
+        if kept is None or point.rev > kept.rev:
+            latest[point.id] = point
+    return list(latest.values())
+
+
+def _by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPoint]]]:
+    groups: dict[int, list[VectorPoint]] = {}
+    for point in points:
+        groups.setdefault(point.rev, []).append(point)
+    return sorted(groups.items())
+
+
+def _older_than(rev: int) -> qe.Filter:
+    """Condition a stored point must meet to be replaced: a lower rev (a missing rev counts as 0)."""
+    older: list[Any] = [qe.FieldCondition("rev", range=qe.RangeFloat(lt=rev))]
+    if rev > 0:
+        older.append(qe.IsEmptyCondition("rev"))
+    return qe.Filter(should=older)
+
+
+# --- translation ----------------------------------------------------------------------------------
+def _uuid(point_id: str) -> uuid.UUID:
+    return uuid.UUID(point_id)
+
+
+def _record(record: qe.Record, with_vectors: bool) -> VectorRecord:
+    vector = _dense(record.vector) if with_vectors else None
+    return VectorRecord(id=str(record.id), payload=dict(record.payload or {}), vector=vector)
+
+
+def _dense(vector: Any) -> list[float] | None:
+    if isinstance(vector, dict):  # a named-vector map; ours is the default ("") vector
+        vector = vector.get("")
+    return [float(x) for x in vector] if vector is not None else None
+
+
+def _filter(flt: Filter | None) -> qe.Filter | None:
+    if flt is None:
+        return None
+    # Empty clauses become None: "no constraint", never "match nothing".
+    return qe.Filter(
+        must=[_condition(c) for c in flt.must] or None,
+        should=[_condition(c) for c in flt.should] or None,
+        must_not=[_condition(c) for c in flt.must_not] or None,
+    )
+
+
+def _condition(cond: Condition) -> Any:
+    if isinstance(cond, Filter):
+        return _filter(cond)
+    if isinstance(cond, Match):
+        return _match(cond)
+    if isinstance(cond, Range):
+        return qe.FieldCondition(cond.field, range=_range(cond))
+    if isinstance(cond, IsNull):
+        return qe.IsEmptyCondition(cond.field)
+    if isinstance(cond, HasId):
+        return qe.HasIdCondition({_uuid(i) for i in cond.ids})
+    raise TypeError(f"unsupported filter condition: {cond!r}")
+
+
+def _match(cond: Match) -> Any:
+    values = list(cond.values)
+    if any(isinstance(v, bool) for v in values):
+        raise ValueError(f"Match on booleans is not supported (field {cond.field!r})")
+    if len(values) == 1:
+        return qe.FieldCondition(cond.field, match=qe.MatchValue(values[0]))
+    strings = [v for v in values if isinstance(v, str)]
+    numbers = [v for v in values if isinstance(v, int)]
+    if len(strings) == len(values) or len(numbers) == len(values):
+        return qe.FieldCondition(cond.field, match=qe.MatchAny(strings or numbers))
+    # MatchAny takes only one value type; mixed values become an OR of single matches.
+    return qe.Filter(should=[qe.FieldCondition(cond.field, match=qe.MatchValue(v)) for v in values])
+
+
+def _range(cond: Range) -> qe.RangeFloat | qe.RangeDateTime:
+    if cond.kind == "datetime":
+        return qe.RangeDateTime(gte=_iso(cond.gte), gt=_iso(cond.gt), lte=_iso(cond.lte), lt=_iso(cond.lt))
+    return qe.RangeFloat(gte=_num(cond.gte), gt=_num(cond.gt), lte=_num(cond.lte), lt=_num(cond.lt))
+
+
+def _iso(value: float | str | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def _num(value: float | str | None) -> float | None:
+    return None if value is None else float(value)

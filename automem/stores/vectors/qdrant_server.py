@@ -1,0 +1,371 @@
+"""Vector store on a Qdrant server collection, or on qdrant-client's local mode (`QDRANT_PATH`).
+
+Semantics shared with `EdgeVectorStore` (the contract tests hold both to them):
+- `IsNull` is Qdrant's `is_empty`: the field is absent, null or an empty list.
+- `Match` on booleans is refused, because Qdrant Edge cannot match them (see `qdrant_edge`).
+- On a missing collection reads are empty, `delete` is a no-op and `upsert` raises.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, TypeVar
+
+from qdrant_client import QdrantClient
+from qdrant_client import models as qm
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+from automem.errors import ConfigurationError, DimensionMismatch
+from automem.stores.vectors.base import (
+    PAYLOAD_INDEXES,
+    Condition,
+    Filter,
+    HasId,
+    IsNull,
+    Match,
+    Range,
+    VectorHit,
+    VectorPoint,
+    VectorRecord,
+    VectorStore,
+)
+
+T = TypeVar("T")
+
+_SCHEMA_TYPES: dict[str, qm.PayloadSchemaType] = {
+    "keyword": qm.PayloadSchemaType.KEYWORD,
+    "float": qm.PayloadSchemaType.FLOAT,
+    "integer": qm.PayloadSchemaType.INTEGER,
+    "datetime": qm.PayloadSchemaType.DATETIME,
+}
+
+# Points per request: keeps one request of large embeddings well under the server's body limit.
+_WRITE_CHUNK = 128
+
+
+class _CollectionMissing(Exception):
+    """Internal: the collection does not exist (server 404, or local mode's ValueError)."""
+
+
+class QdrantVectorStore(VectorStore):
+    backend = "qdrant"
+
+    def __init__(self, client: QdrantClient, collection: str) -> None:
+        self.client = client
+        self.collection = collection
+        self._dimension: int | None = None
+        options = client.init_options
+        self._local = options.get("path") is not None or options.get("location") == ":memory:"
+        # Local mode is plain Python state with no locking of its own; the server needs none.
+        self._lock: AbstractContextManager[Any] = threading.RLock() if self._local else nullcontext()
+
+    @classmethod
+    def from_settings(
+        cls, url: str | None, api_key: str | None, path: str | None, collection: str, timeout: float
+    ) -> QdrantVectorStore:
+        if path:
+            return cls(QdrantClient(path=path), collection)
+        if not url:
+            raise ConfigurationError("the qdrant vector backend needs QDRANT_URL or QDRANT_PATH")
+        # The client takes whole seconds (it rounds up itself; ceil keeps the int type honest).
+        client = QdrantClient(url=url, api_key=api_key, timeout=math.ceil(timeout))
+        return cls(client, collection)
+
+    # --- plumbing -------------------------------------------------------------------------------
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        """Serialise local-mode calls and turn 'collection not found' into `_CollectionMissing`."""
+        with self._lock:
+            try:
+                yield
+            except UnexpectedResponse as exc:
+                if exc.status_code == 404:
+                    self._dimension = None
+                    raise _CollectionMissing() from exc
+                raise
+            except ValueError as exc:  # local mode's only signal for a missing collection
+                if "not found" in str(exc):
+                    self._dimension = None
+                    raise _CollectionMissing() from exc
+                raise
+
+    def _read_or(self, default: T, read: Callable[[], T]) -> T:
+        try:
+            with self._call():
+                return read()
+        except _CollectionMissing:
+            return default
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def ensure_collection(self, dimension: int) -> None:
+        with self._lock:
+            if not self.client.collection_exists(self.collection):
+                self._create(dimension)
+            existing = self.dimension()
+            if existing != dimension:
+                raise DimensionMismatch(
+                    f"the Qdrant collection {self.collection!r} holds {existing}-dimensional vectors, "
+                    f"not {dimension}"
+                )
+            self._ensure_indexes()
+
+    def _create(self, dimension: int) -> None:
+        params = qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)
+        try:
+            self.client.create_collection(self.collection, vectors_config=params)
+        except UnexpectedResponse as exc:
+            # Another process created it between our check and our create: fine, it is checked next.
+            if exc.status_code != 409:
+                raise
+
+    def _ensure_indexes(self) -> None:
+        if self._local:  # local mode ignores payload indexes and warns on every one
+            return
+        existing = self.client.get_collection(self.collection).payload_schema
+        for name, kind in PAYLOAD_INDEXES.items():
+            if name not in existing:
+                self.client.create_payload_index(self.collection, name, field_schema=_SCHEMA_TYPES[kind])
+
+    def dimension(self) -> int | None:
+        if self._dimension is None:
+            self._dimension = self._read_or(None, self._read_dimension)
+        return self._dimension
+
+    def _read_dimension(self) -> int:
+        vectors = self.client.get_collection(self.collection).config.params.vectors
+        if isinstance(vectors, dict):
+            vectors = vectors.get("")
+        if vectors is None:
+            raise ConfigurationError(f"the Qdrant collection {self.collection!r} has no default vector")
+        if vectors.distance != qm.Distance.COSINE:
+            raise ConfigurationError(
+                f"the Qdrant collection {self.collection!r} uses {vectors.distance} distance, not Cosine"
+            )
+        return int(vectors.size)
+
+    def drop(self) -> None:
+        with self._lock:
+            self.client.delete_collection(self.collection)
+            self._dimension = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.client.close()
+
+    # --- writes ---------------------------------------------------------------------------------
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        dimension = self.dimension()
+        if dimension is None:
+            raise ConfigurationError(
+                f"no Qdrant collection {self.collection!r}; call ensure_collection first"
+            )
+        for point in points:
+            _check_vector(point.vector, dimension)
+        unique = _latest_per_id(points)
+        for start in range(0, len(unique), _WRITE_CHUNK):
+            self._write_guarded(unique[start : start + _WRITE_CHUNK])
+
+    def _write_guarded(self, points: Sequence[VectorPoint]) -> None:
+        # One conditional upsert per distinct rev (the condition is per operation), all in one
+        # request; existing points that fail the condition are skipped, new ones are inserted.
+        operations: list[qm.UpdateOperation] = [
+            qm.UpsertOperation(
+                upsert=qm.PointsList(
+                    points=[
+                        qm.PointStruct(id=_uuid(p.id), vector=list(p.vector), payload=p.payload)
+                        for p in group
+                    ],
+                    update_filter=_older_than(rev),
+                )
+            )
+            for rev, group in _by_rev(points)
+        ]
+        try:
+            with self._call():
+                self.client.batch_update_points(self.collection, operations, wait=True)
+        except _CollectionMissing as exc:
+            raise ConfigurationError(f"the Qdrant collection {self.collection!r} is gone") from exc
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        selector = qm.PointIdsList(points=[_uuid(i) for i in ids])
+        self._read_or(None, lambda: self.client.delete(self.collection, points_selector=selector, wait=True))
+
+    # --- reads ----------------------------------------------------------------------------------
+    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
+        if not ids:
+            return []
+        records = self._read_or(
+            None,
+            lambda: self.client.retrieve(
+                self.collection, [_uuid(i) for i in ids], with_payload=True, with_vectors=with_vectors
+            ),
+        )
+        return [_record(r, with_vectors) for r in records or []]
+
+    def search(
+        self,
+        vector: Sequence[float],
+        limit: int,
+        flt: Filter | None = None,
+        score_threshold: float | None = None,
+    ) -> list[VectorHit]:
+        dimension = self.dimension()
+        if dimension is None or limit <= 0:
+            return []
+        _check_vector(vector, dimension)
+        response = self._read_or(
+            None,
+            lambda: self.client.query_points(
+                self.collection,
+                query=list(vector),
+                query_filter=_filter(flt),
+                limit=limit,
+                score_threshold=score_threshold,
+                with_payload=True,
+            ),
+        )
+        if response is None:
+            return []
+        return [
+            VectorHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+            for p in response.points
+        ]
+
+    def count(self, flt: Filter | None = None) -> int:
+        result = self._read_or(
+            None, lambda: self.client.count(self.collection, count_filter=_filter(flt), exact=True)
+        )
+        return 0 if result is None else int(result.count)
+
+    def scroll(
+        self,
+        flt: Filter | None = None,
+        limit: int = 256,
+        offset: str | None = None,
+        with_vectors: bool = False,
+    ) -> tuple[list[VectorRecord], str | None]:
+        page = self._read_or(
+            None,
+            lambda: self.client.scroll(
+                self.collection,
+                scroll_filter=_filter(flt),
+                limit=limit,
+                offset=_uuid(offset) if offset is not None else None,
+                with_payload=True,
+                with_vectors=with_vectors,
+            ),
+        )
+        if page is None:
+            return [], None
+        records, next_offset = page
+        page_records = [_record(r, with_vectors) for r in records]
+        return page_records, (str(next_offset) if next_offset is not None else None)
+
+
+def _check_vector(vector: Sequence[float], dimension: int) -> None:
+    if len(vector) != dimension:
+        raise DimensionMismatch(
+            f"vector of dimension {len(vector)} for a collection of dimension {dimension}"
+        )
+
+
+# --- rev guard ------------------------------------------------------------------------------------
+def _latest_per_id(points: Sequence[VectorPoint]) -> list[VectorPoint]:
+    """One point per id: the highest rev, the first among equals (as sequential writes would keep).
+
+    Deduplicated up front because how one operation treats an id twice is engine-specific."""
+    latest: dict[str, VectorPoint] = {}
+    for point in points:
+        kept = latest.get(point.id)
+        if kept is None or point.rev > kept.rev:
+            latest[point.id] = point
+    return list(latest.values())
+
+
+def _by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPoint]]]:
+    groups: dict[int, list[VectorPoint]] = {}
+    for point in points:
+        groups.setdefault(point.rev, []).append(point)
+    return sorted(groups.items())
+
+
+def _older_than(rev: int) -> qm.Filter:
+    """Condition a stored point must meet to be replaced: a lower rev (a missing rev counts as 0)."""
+    older: list[qm.Condition] = [qm.FieldCondition(key="rev", range=qm.Range(lt=rev))]
+    if rev > 0:
+        older.append(qm.IsEmptyCondition(is_empty=qm.PayloadField(key="rev")))
+    return qm.Filter(should=older)
+
+
+# --- translation ----------------------------------------------------------------------------------
+def _uuid(point_id: str) -> str:
+    """The canonical UUID string: validates the id the same way the Edge adapter does."""
+    return str(uuid.UUID(point_id))
+
+
+def _record(record: qm.Record, with_vectors: bool) -> VectorRecord:
+    vector = _dense(record.vector) if with_vectors else None
+    return VectorRecord(id=str(record.id), payload=dict(record.payload or {}), vector=vector)
+
+
+def _dense(vector: Any) -> list[float] | None:
+    if isinstance(vector, dict):  # a named-vector map; ours is the default ("") vector
+        vector = vector.get("")
+    return [float(x) for x in vector] if vector is not None else None
+
+
+def _filter(flt: Filter | None) -> qm.Filter | None:
+    if flt is None:
+        return None
+    # Empty clauses become None: "no constraint", never "match nothing".
+    return qm.Filter(
+        must=[_condition(c) for c in flt.must] or None,
+        should=[_condition(c) for c in flt.should] or None,
+        must_not=[_condition(c) for c in flt.must_not] or None,
+    )
+
+
+def _condition(cond: Condition) -> qm.Condition:
+    if isinstance(cond, Filter):
+        return _filter(cond) or qm.Filter()
+    if isinstance(cond, Match):
+        return _match(cond)
+    if isinstance(cond, Range):
+        return qm.FieldCondition(key=cond.field, range=_range(cond))
+    if isinstance(cond, IsNull):
+        return qm.IsEmptyCondition(is_empty=qm.PayloadField(key=cond.field))
+    if isinstance(cond, HasId):
+        return qm.HasIdCondition(has_id=[_uuid(i) for i in cond.ids])
+    raise TypeError(f"unsupported filter condition: {cond!r}")
+
+
+def _match(cond: Match) -> qm.Condition:
+    values = list(cond.values)
+    if any(isinstance(v, bool) for v in values):
+        raise ValueError(f"Match on booleans is not supported (field {cond.field!r})")
+    if len(values) == 1:
+        return qm.FieldCondition(key=cond.field, match=qm.MatchValue(value=values[0]))
+    strings = [v for v in values if isinstance(v, str)]
+    numbers = [v for v in values if isinstance(v, int)]
+    if len(strings) == len(values) or len(numbers) == len(values):
+        return qm.FieldCondition(key=cond.field, match=qm.MatchAny(any=strings or numbers))
+    # MatchAny takes only one value type; mixed values become an OR of single matches.
+    return qm.Filter(should=[qm.FieldCondition(key=cond.field, match=qm.MatchValue(value=v)) for v in values])
+
+
+def _range(cond: Range) -> qm.Range | qm.DatetimeRange:
+    if cond.kind == "datetime":
+        return qm.DatetimeRange(gte=cond.gte, gt=cond.gt, lte=cond.lte, lt=cond.lt)  # type: ignore[arg-type]
+    return qm.Range(gte=_num(cond.gte), gt=_num(cond.gt), lte=_num(cond.lte), lt=_num(cond.lt))
+
+
+def _num(value: float | str | None) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,164 @@
+"""Keeps the vector store a faithful copy of the graph.
+
+`apply(ids)` reads each memory's current state (payload fields and embedding) from the graph and
+writes it to the vector store; the point's `rev` stops an older snapshot from replacing a newer
+one. A process that does not own the vector store (an RQ worker in embedded mode, where one
+process owns the Qdrant Edge shard) calls `request(ids)` instead, which appends the ids to a Redis
+stream that the owner drains. Stream entries are acknowledged only after they were applied, so
+a crash of either side loses nothing: the owner re-reads its pending entries at start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import redis
+
+from automem.stores.graph import GraphStore
+from automem.stores.vectors import VectorPoint, VectorStore
+
+log = logging.getLogger(__name__)
+
+STREAM = "automem:vector-sync"
+GROUP = "vector-owner"
+CONSUMER = "owner"
+
+# Graph fields copied into the vector payload: everything recall filters or shows without a graph hop.
+PAYLOAD_FIELDS = (
+    "content",
+    "tags",
+    "tag_prefixes",
+    "type",
+    "importance",
+    "confidence",
+    "timestamp",
+    "updated_at",
+    "t_valid",
+    "t_invalid",
+    "state",
+    "tenant",
+    "version",
+    "rev",
+)
+
+
+def payload_for(doc: dict[str, Any]) -> dict[str, Any]:
+    payload = {key: doc.get(key) for key in PAYLOAD_FIELDS}
+    payload["metadata"] = json.loads(doc["metadata"]) if doc.get("metadata") else {}
+    payload["rev"] = int(doc.get("rev") or 0)
+    return payload
+
+
+class VectorSync:
+    def __init__(
+        self,
+        graph: GraphStore,
+        vectors: VectorStore | None,
+        queue_redis: redis.Redis | None,
+        batch: int = 256,
+    ) -> None:
+        self.graph = graph
+        self.vectors = vectors
+        self.redis = queue_redis
+        self.batch = batch
+        self._group_ready = False
+
+    @property
+    def owns_vectors(self) -> bool:
+        return self.vectors is not None
+
+    def request(self, ids: Sequence[str]) -> None:
+        """Bring these memories' vectors up to date, here or through the owner."""
+        if not ids:
+            return
+        if self.vectors is not None:
+            self.apply(ids)
+            return
+        if self.redis is None:
+            raise RuntimeError("no vector store and no Redis: cannot hand vector writes to the owner")
+        self.redis.xadd(STREAM, {"ids": ",".join(ids)})
+
+    def apply(self, ids: Sequence[str]) -> int:
+        """Copy the graph's current state of `ids` into the vector store; returns points written."""
+        assert self.vectors is not None
+        unique = list(dict.fromkeys(ids))
+        docs = {d["id"]: d for d in self.graph.get_memories(unique, with_embedding=True)}
+        purged = [i for i in unique if i not in docs]
+        if purged:
+            self.vectors.delete(purged)
+        points = [
+            VectorPoint(id=doc["id"], vector=list(doc["embedding"]), payload=payload_for(doc))
+            for doc in docs.values()
+            if doc.get("embedding")
+        ]
+        if points:
+            self.vectors.upsert(points)
+        return len(points)
+
+    # --- the owner's side of the hand-off -----------------------------------------------------
+    def _ensure_group(self) -> None:
+        if self._group_ready or self.redis is None:
+            return
+        try:
+            self.redis.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+        except redis.exceptions.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    def drain_once(self, block_ms: int = 0) -> int:
+        """Apply one batch of handed-off ids (own unacknowledged entries first); returns entries done."""
+        assert self.redis is not None and self.vectors is not None
+        self._ensure_group()
+        entries = self._read(pending=True) or self._read(pending=False, block_ms=block_ms)
+        if not entries:
+            return 0
+        ids = [i for _, fields in entries for i in _ids_of(fields) if i]
+        self.apply(ids)
+        entry_ids = [entry_id for entry_id, _ in entries]
+        self.redis.xack(STREAM, GROUP, *entry_ids)
+        self.redis.xdel(STREAM, *entry_ids)
+        return len(entries)
+
+    def _read(self, pending: bool, block_ms: int = 0) -> list[tuple[Any, dict[Any, Any]]]:
+        assert self.redis is not None
+        start = "0" if pending else ">"
+        block = None if pending or block_ms <= 0 else block_ms
+        reply: Any = self.redis.xreadgroup(GROUP, CONSUMER, {STREAM: start}, count=self.batch, block=block)
+        if not reply:
+            return []
+        _, entries = reply[0]
+        return [(entry_id, fields) for entry_id, fields in entries if fields]
+
+    def drain_all(self) -> int:
+        done = 0
+        while (n := self.drain_once()) > 0:
+            done += n
+        return done
+
+    def run_forever(self, stop: threading.Event, block_ms: int = 1000) -> None:
+        """The owner's drain loop; errors are logged and retried after a pause, never fatal."""
+        while not stop.is_set():
+            try:
+                self.drain_once(block_ms=block_ms)
+            except Exception:
+                log.exception("vector sync drain failed; retrying")
+                stop.wait(2.0)
+
+    def backlog(self) -> int:
+        if self.redis is None:
+            return 0
+        try:
+            return int(self.redis.xlen(STREAM))
+        except redis.exceptions.RedisError:
+            return -1
+
+
+def _ids_of(fields: dict[Any, Any]) -> list[str]:
+    raw = fields.get(b"ids") or fields.get("ids") or b""
+    text = raw.decode() if isinstance(raw, bytes) else str(raw)
+    return text.split(",")

@@ -1,0 +1,51 @@
+"""RQ entry points. Top-level functions taking ids; each is idempotent and safe to retry."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from enrichment.context import current_services
+
+log = logging.getLogger(__name__)
+
+
+def embed_memories(memory_ids: list[str]) -> dict[str, Any]:
+    """Embed the memories whose stored embedding does not match their current content.
+
+    The embedding is written only if the content is still the one that was embedded (the graph
+    write checks the content hash), so an edit during the job is never reverted: the edit queued
+    its own embedding job.
+    """
+    svc = current_services()
+    docs = svc.graph.get_memories(memory_ids)
+    todo = [
+        d for d in docs if d.get("state") != "deleted" and d.get("embedding_hash") != d.get("content_hash")
+    ]
+    if not todo:
+        return {"embedded": 0, "skipped": len(memory_ids)}
+    vectors = svc.embedder.embed([d["content"] for d in todo])
+    rows = [
+        {"id": d["id"], "hash": d["content_hash"], "vector": v, "model": svc.embedder.label}
+        for d, v in zip(todo, vectors, strict=True)
+    ]
+    written = svc.graph.set_embeddings(rows)
+    svc.sync.request(written)
+    return {"embedded": len(written), "skipped": len(memory_ids) - len(written)}
+
+
+def reconcile(page: int = 500) -> dict[str, Any]:
+    """Queue embedding for every memory missing one, so a lost queue loses no work."""
+    svc = current_services()
+    queued, after = 0, ""
+    while True:
+        ids = svc.graph.ids_needing_embedding(page, after)
+        if not ids:
+            break
+        docs = {d["id"]: d for d in svc.graph.get_memories(ids)}
+        for start in range(0, len(ids), svc.settings.embedding_batch_size):
+            chunk = [i for i in ids[start : start + svc.settings.embedding_batch_size] if i in docs]
+            if chunk and svc.jobs.enqueue_embed(chunk, [docs[i]["content_hash"] for i in chunk]):
+                queued += len(chunk)
+        after = ids[-1]
+    return {"queued": queued}

@@ -1,0 +1,132 @@
+"""Shared fixtures: a real embedded FalkorDB server (which also hosts Redis for RQ), a real
+Qdrant Edge shard per test, the app, its test client and a helper that adds the API key."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+from rq import SimpleWorker
+
+from automem.app import create_app, stop_app
+from automem.embedded import EmbeddedFalkorDB
+from automem.services import Services
+from automem.settings import Settings, registry
+from automem.stores.queue import QUEUE_NAMES
+from enrichment.context import use_services
+
+API_TOKEN = "test-api-token"
+ADMIN_TOKEN = "test-admin-token"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings come from the test, never from the developer's shell."""
+    for entry in registry():
+        for name in (entry.env, *entry.aliases):
+            monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedFalkorDB]:
+    server = EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_conn(falkordb_server: EmbeddedFalkorDB) -> Iterator[redis.Redis]:
+    conn = redis.Redis.from_url(falkordb_server.url)
+    conn.flushall()
+    yield conn
+    conn.close()
+
+
+def make_settings(url: str, data_dir: Path, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "falkordb_url": url,
+        "redis_url": url,
+        "data_dir": str(data_dir),
+        "falkordb_graph": f"test_{uuid.uuid4().hex[:8]}",
+        "embedding_provider": "hash",
+        "vector_backend": "edge",
+        "api_token": API_TOKEN,
+        "admin_token": ADMIN_TOKEN,
+        "job_retry_intervals": "",
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def settings(falkordb_server: EmbeddedFalkorDB, redis_conn: redis.Redis, tmp_path: Path) -> Settings:
+    return make_settings(falkordb_server.url, tmp_path / "data")
+
+
+@pytest.fixture
+def app(settings: Settings) -> Iterator[Flask]:
+    application = create_app(settings, start_vector_drain=False)
+    application.config["TESTING"] = True
+    yield application
+    use_services(None)
+    stop_app(application)
+
+
+@pytest.fixture
+def services(app: Flask) -> Services:
+    return app.extensions["automem"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+class Api:
+    """The test client with the API key added to every request."""
+
+    def __init__(self, client: FlaskClient, token: str = API_TOKEN) -> None:
+        self.client = client
+        self.headers = {"X-API-Key": token}
+
+    def _call(self, method: str, path: str, headers: dict[str, str] | None = None, **kwargs: Any) -> Any:
+        return self.client.open(path, method=method, headers={**self.headers, **(headers or {})}, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self._call("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Any:
+        return self._call("POST", path, **kwargs)
+
+    def patch(self, path: str, **kwargs: Any) -> Any:
+        return self._call("PATCH", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Any:
+        return self._call("DELETE", path, **kwargs)
+
+
+@pytest.fixture
+def api(client: FlaskClient) -> Api:
+    return Api(client)
+
+
+def run_jobs(services: Services) -> None:
+    """Run every queued job in-process with a real RQ worker, then apply handed-off vector writes."""
+    use_services(services)
+    SimpleWorker(list(QUEUE_NAMES), connection=services.queue_redis).work(burst=True, with_scheduler=False)
+    if services.vectors is not None:
+        services.sync.drain_all()
+
+
+@pytest.fixture
+def jobs(services: Services) -> Any:
+    return lambda: run_jobs(services)

@@ -1,0 +1,1 @@
+"""Local stand-ins for remote services, so tests never need the network."""

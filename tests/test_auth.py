@@ -1,0 +1,99 @@
+"""Authentication on every route, the admin token, and the loopback rule."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from automem.app import check_bind_allowed
+from automem.errors import ConfigurationError
+from tests.conftest import API_TOKEN, make_settings
+
+ROUTES = [
+    ("POST", "/memory"),
+    ("POST", "/memory/batch"),
+    ("GET", f"/memory/{uuid.uuid4()}"),
+    ("PATCH", f"/memory/{uuid.uuid4()}"),
+    ("DELETE", f"/memory/{uuid.uuid4()}"),
+    ("GET", "/memory/by-tag?tags=a"),
+    ("GET", "/tags"),
+    ("GET", "/recall?query=x"),
+]
+
+
+def every_protected_route(app: Flask) -> list[tuple[str, str]]:
+    routes = []
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static" or rule.rule.startswith(("/health", "/metrics")):
+            continue
+        path = rule.rule.replace("<memory_id>", str(uuid.uuid4()))
+        routes.extend((method, path) for method in sorted(rule.methods - {"HEAD", "OPTIONS"}))
+    return routes
+
+
+def test_every_route_rejects_missing_or_wrong_key(app: Flask, client: FlaskClient) -> None:
+    routes = every_protected_route(app)
+    assert len(routes) > 20
+    for method, path in routes:
+        for headers in ({}, {"X-API-Key": "wrong"}, {"Authorization": "Bearer wrong"}):
+            response = client.open(path, method=method, headers=headers, json={})
+            assert response.status_code == 401, (method, path, headers)
+            assert response.get_json() == {
+                "status": "error",
+                "code": "unauthorized",
+                "error": response.get_json()["error"],
+            }
+
+
+@pytest.mark.parametrize("style", ["header", "bearer", "query"])
+def test_token_styles_accepted(client: FlaskClient, style: str) -> None:
+    headers, url = {}, "/tags"
+    if style == "header":
+        headers = {"X-API-Key": API_TOKEN}
+    elif style == "bearer":
+        headers = {"Authorization": f"bearer {API_TOKEN}"}
+    else:
+        url = f"/tags?api_key={API_TOKEN}"
+    assert client.get(url, headers=headers).status_code == 200
+
+
+def test_health_is_public(client: FlaskClient) -> None:
+    assert client.get("/health").status_code == 200
+
+
+def test_query_token_can_be_disabled(falkordb_server, redis_conn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from automem.app import create_app, stop_app
+
+    app = create_app(
+        make_settings(falkordb_server.url, tmp_path, allow_query_token=False), start_vector_drain=False
+    )
+    try:
+        assert app.test_client().get(f"/tags?api_key={API_TOKEN}").status_code == 401
+    finally:
+        stop_app(app)
+
+
+def test_admin_disabled_without_admin_token(falkordb_server, redis_conn, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from automem.app import create_app, stop_app
+
+    app = create_app(make_settings(falkordb_server.url, tmp_path, admin_token=None), start_vector_drain=False)
+    try:
+        response = app.test_client().delete(
+            f"/memory/{uuid.uuid4()}?hard=true", headers={"X-API-Key": API_TOKEN, "X-Admin-Token": "x"}
+        )
+        assert response.status_code == 403 and response.get_json()["code"] == "admin_disabled"
+    finally:
+        stop_app(app)
+
+
+def test_no_token_only_binds_loopback(tmp_path: Path) -> None:
+    settings = make_settings("redis://127.0.0.1:1", tmp_path, api_token=None)
+    check_bind_allowed(settings, "127.0.0.1")
+    check_bind_allowed(settings, "localhost")
+    with pytest.raises(ConfigurationError, match="AUTOMEM_API_TOKEN"):
+        check_bind_allowed(settings, "0.0.0.0")
+    check_bind_allowed(make_settings("redis://127.0.0.1:1", tmp_path), "0.0.0.0")

@@ -1,0 +1,105 @@
+"""GET /memory/by-tag and GET /tags."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from automem.tags import canonical_prefix, normalize_tags, tag_prefixes
+from tests.conftest import Api
+
+
+def seed(api: Api) -> dict[str, str]:
+    rows = [
+        ("general chat", ["slack:channel:general"], 0.5, "2025-01-01T00:00:00Z"),
+        ("random chat", ["slack:channel:random"], 0.9, "2025-01-02T00:00:00Z"),
+        ("dm", ["slack:user:u1", "urgent"], 0.5, "2025-01-03T00:00:00Z"),
+        ("project note", ["project-x", "urgent"], 0.7, "2025-01-04T00:00:00Z"),
+        ("slacker", ["slacker"], 1.0, "2025-01-05T00:00:00Z"),
+    ]
+    ids = {}
+    for content, tags, importance, ts in rows:
+        response = api.post(
+            "/memory", json={"content": content, "tags": tags, "importance": importance, "timestamp": ts}
+        )
+        assert response.status_code == 201
+        ids[content] = response.get_json()["memory_id"]
+    return ids
+
+
+def contents(response: Any) -> list[str]:
+    assert response.status_code == 200, response.get_json()
+    return [item["memory"]["content"] for item in response.get_json()["memories"]]
+
+
+def test_prefix_matching_whole_segments_and_order(api: Api) -> None:
+    seed(api)
+    # importance desc, then timestamp desc; `slack` never matches `slacker`
+    assert contents(api.get("/memory/by-tag?tags=slack")) == ["random chat", "dm", "general chat"]
+    assert contents(api.get("/memory/by-tag?tags=slack:channel")) == ["random chat", "general chat"]
+    assert contents(api.get("/memory/by-tag?tags=slack/channel")) == ["random chat", "general chat"]
+    assert contents(api.get("/memory/by-tag?tags=SLACK:channel:general")) == ["general chat"]
+
+
+def test_any_all_and_exact(api: Api) -> None:
+    seed(api)
+    assert contents(api.get("/memory/by-tag?tags=project-x&tags=slack:user")) == ["project note", "dm"]
+    assert contents(api.get("/memory/by-tag?tags=urgent,slack&tag_mode=all")) == ["dm"]
+    assert contents(api.get("/memory/by-tag?tags=slack&tag_match=exact")) == []
+    assert contents(api.get("/memory/by-tag?tags=slack:user:u1&tag_match=exact")) == ["dm"]
+
+
+def test_result_shape_and_paging(api: Api) -> None:
+    seed(api)
+    first = api.get("/memory/by-tag?tags=slack&limit=2").get_json()
+    assert first["count"] == 2 and first["has_more"] is True
+    item = first["memories"][0]
+    assert set(item) >= {"id", "memory", "score", "score_components", "channels", "relations", "match_type"}
+    assert item["score"] == item["memory"]["importance"] == 0.9
+    rest = api.get("/memory/by-tag?tags=slack&limit=2&offset=2").get_json()
+    assert rest["count"] == 1 and rest["has_more"] is False
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "tags=",
+        "tags=a&limit=0",
+        "tags=a&limit=201",
+        "tags=a&offset=-1",
+        "tags=a&limit=ten",
+        "tags=a&tag_mode=some",
+        "tags=a&tag_match=fuzzy",
+    ],
+)
+def test_bad_by_tag_queries(api: Api, query: str) -> None:
+    response = api.get(f"/memory/by-tag?{query}")
+    assert response.status_code == 400
+    assert response.get_json()["status"] == "error" and response.get_json()["field"]
+
+
+def test_tag_tree_counts(api: Api) -> None:
+    seed(api)
+    body = api.get("/tags?prefix=slack").get_json()
+    flat = {row["tag"]: row["count"] for row in body["flat"]}
+    assert flat == {
+        "slack": 3,
+        "slack:channel": 2,
+        "slack:channel:general": 1,
+        "slack:channel:random": 1,
+        "slack:user": 1,
+        "slack:user:u1": 1,
+    }
+    [root] = body["tags"]
+    assert root["tag"] == "slack" and [c["name"] for c in root["children"]] == ["channel", "user"]
+    everything = api.get("/tags").get_json()
+    assert {row["tag"] for row in everything["flat"]} >= {"urgent", "project-x", "slacker"}
+
+
+def test_tag_helpers() -> None:
+    assert normalize_tags([" A ", "a", "", "B:c"]) == ["a", "b:c"]
+    assert tag_prefixes(["x/y:z", "x"]) == ["x", "x:y", "x:y:z"]
+    assert tag_prefixes(["a::b//c"]) == ["a", "a:b", "a:b:c"]
+    assert canonical_prefix(" Slack/Channel ") == "slack:channel"

@@ -1,0 +1,450 @@
+"""One contract for every vector store: the Qdrant Edge shard and qdrant-client's local mode.
+
+Each test runs against both adapters through the `backend` fixture, so a behaviour that differs
+between the engines fails here. The adapters are built through their public constructors only;
+no Qdrant package is imported by the tests.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from automem.errors import ConfigurationError, DimensionMismatch
+from automem.settings import Settings
+from automem.stores.vectors import (
+    Filter,
+    HasId,
+    IsNull,
+    Match,
+    Range,
+    VectorPoint,
+    VectorStore,
+    open_vector_store,
+)
+from automem.stores.vectors.qdrant_edge import EdgeVectorStore
+from automem.stores.vectors.qdrant_server import QdrantVectorStore
+
+DIM = 4
+NOW = "2025-06-01T00:00:00+00:00"
+
+
+@dataclass
+class Backend:
+    """Opens stores on one location, so a test can reopen what it wrote; closes them all after."""
+
+    name: str
+    path: Path
+    opened: list[VectorStore] = field(default_factory=list)
+
+    def open(self) -> VectorStore:
+        store: VectorStore
+        if self.name == "edge":
+            store = EdgeVectorStore(str(self.path / "shard"))
+        else:
+            store = QdrantVectorStore.from_settings(None, None, str(self.path / "local"), "memories", 5.0)
+        self.opened.append(store)
+        return store
+
+    def reopen(self, store: VectorStore) -> VectorStore:
+        store.close()
+        return self.open()
+
+
+@pytest.fixture(params=["edge", "qdrant"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    backend = Backend(request.param, tmp_path)
+    yield backend
+    for store in backend.opened:
+        store.close()
+
+
+@pytest.fixture
+def store(backend: Backend) -> VectorStore:
+    store = backend.open()
+    store.ensure_collection(DIM)
+    return store
+
+
+def uid(n: int) -> str:
+    return str(uuid.UUID(int=n))
+
+
+def point(n: int, vector: list[float], rev: int = 1, **payload: object) -> VectorPoint:
+    return VectorPoint(id=uid(n), vector=vector, payload={"rev": rev, **payload})
+
+
+def unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector))
+    return [x / norm for x in vector]
+
+
+def ids_of(records: list) -> set[str]:
+    return {r.id for r in records}
+
+
+# --- collection lifecycle -------------------------------------------------------------------------
+def test_ensure_collection_creates_and_is_idempotent(backend: Backend) -> None:
+    store = backend.open()
+    assert store.dimension() is None
+    store.ensure_collection(DIM)
+    assert store.dimension() == DIM
+    store.upsert([point(1, [1, 0, 0, 0])])
+    store.ensure_collection(DIM)
+    assert store.dimension() == DIM
+    assert store.count() == 1
+
+
+def test_dimension_mismatch_raises_also_after_reopen(backend: Backend) -> None:
+    store = backend.open()
+    store.ensure_collection(DIM)
+    with pytest.raises(DimensionMismatch):
+        store.ensure_collection(DIM + 1)
+    store = backend.reopen(store)
+    assert store.dimension() == DIM
+    with pytest.raises(DimensionMismatch):
+        store.ensure_collection(DIM + 1)
+    store.ensure_collection(DIM)
+
+
+def test_vector_of_wrong_dimension_is_refused(store: VectorStore) -> None:
+    with pytest.raises(DimensionMismatch):
+        store.upsert([point(1, [1.0, 0.0])])
+    with pytest.raises(DimensionMismatch):
+        store.search([1.0, 0.0], limit=3)
+    assert store.count() == 0
+
+
+def test_reopen_keeps_data(backend: Backend) -> None:
+    store = backend.open()
+    store.ensure_collection(DIM)
+    store.upsert([point(n, [1, n, 0, 0], tags=["t"]) for n in range(1, 6)])
+    store = backend.reopen(store)
+    assert store.dimension() == DIM
+    assert store.count() == 5
+    assert store.count(Filter(must=(Match("tags", ("t",)),))) == 5
+    assert ids_of(store.retrieve([uid(3)])) == {uid(3)}
+
+
+def test_drop_removes_collection(backend: Backend, store: VectorStore) -> None:
+    store.upsert([point(1, [1, 0, 0, 0])])
+    store.drop()
+    assert store.dimension() is None
+    assert store.count() == 0
+    assert store.retrieve([uid(1)]) == []
+    assert store.search([1, 0, 0, 0], limit=5) == []
+    assert store.scroll() == ([], None)
+    store.delete([uid(1)])  # nothing to delete: a no-op
+    with pytest.raises(ConfigurationError):
+        store.upsert([point(1, [1, 0, 0, 0])])
+    store.ensure_collection(DIM + 2)  # a rebuild may change the dimension
+    assert store.dimension() == DIM + 2
+    assert store.count() == 0
+    assert backend.reopen(store).dimension() == DIM + 2
+
+
+# --- points ---------------------------------------------------------------------------------------
+def test_upsert_retrieve_round_trip(store: VectorStore) -> None:
+    payload = {
+        "rev": 3,
+        "content": "héllo ✓",
+        "tags": ["a", "b"],
+        "metadata": {"nested": {"list": [1, 2.5, "x", None, {"deep": True}], "none": None}, "empty": {}},
+        "t_invalid": None,
+        "importance": 0.25,
+        "flag": False,
+        "empty_list": [],
+    }
+    vector = [3.0, 4.0, 0.0, 0.0]
+    store.upsert([VectorPoint(id=uid(7), vector=vector, payload=payload)])
+
+    [record] = store.retrieve([uid(7), uid(8)], with_vectors=True)
+    assert record.id == uid(7) and isinstance(record.id, str)
+    assert record.payload == payload
+    assert record.vector == pytest.approx(unit(vector))  # cosine collections store unit vectors
+    [bare] = store.retrieve([uid(7)])
+    assert bare.vector is None and bare.payload == payload
+    assert store.retrieve([]) == []
+
+
+def test_ids_come_back_canonical(store: VectorStore) -> None:
+    upper = str(uuid.uuid4()).upper()
+    store.upsert([VectorPoint(id=upper, vector=[1, 0, 0, 0], payload={"rev": 1})])
+    assert ids_of(store.retrieve([upper])) == {upper.lower()}
+    with pytest.raises(ValueError):
+        store.upsert([VectorPoint(id="not-a-uuid", vector=[1, 0, 0, 0])])
+
+
+@pytest.mark.parametrize(
+    ("new_rev", "replaced"),
+    [(4, False), (5, False), (6, True)],
+    ids=["lower-kept", "equal-kept", "higher-replaces"],
+)
+def test_rev_guard(store: VectorStore, new_rev: int, replaced: bool) -> None:
+    store.upsert([point(1, [1, 0, 0, 0], rev=5, v="stored")])
+    # The stale or fresh write travels with a brand-new id, which is inserted either way.
+    store.upsert([point(1, [0, 1, 0, 0], rev=new_rev, v="new"), point(2, [0, 0, 1, 0], rev=1, v="other")])
+
+    records = {r.id: r for r in store.retrieve([uid(1), uid(2)], with_vectors=True)}
+    expected = {"rev": new_rev, "v": "new"} if replaced else {"rev": 5, "v": "stored"}
+    assert records[uid(1)].payload == expected
+    assert records[uid(1)].vector == pytest.approx([0, 1, 0, 0] if replaced else [1, 0, 0, 0])
+    assert records[uid(2)].payload == {"rev": 1, "v": "other"}
+
+
+def test_rev_guard_within_one_batch(store: VectorStore) -> None:
+    store.upsert(
+        [
+            point(1, [1, 0, 0, 0], rev=2, v="two"),
+            point(1, [1, 0, 0, 0], rev=3, v="three"),
+            point(1, [1, 0, 0, 0], rev=3, v="three-again"),
+            point(1, [1, 0, 0, 0], rev=1, v="one"),
+            point(2, [0, 1, 0, 0], rev=7, v="seven"),
+        ]
+    )
+    payloads = {r.id: r.payload["v"] for r in store.retrieve([uid(1), uid(2)])}
+    assert payloads == {uid(1): "three", uid(2): "seven"}
+
+
+def test_missing_rev_counts_as_zero(store: VectorStore) -> None:
+    store.upsert([VectorPoint(id=uid(1), vector=[1, 0, 0, 0], payload={"v": "norev"})])
+    store.upsert([VectorPoint(id=uid(1), vector=[1, 0, 0, 0], payload={"v": "also-norev"})])
+    assert store.retrieve([uid(1)])[0].payload == {"v": "norev"}
+    store.upsert([point(1, [1, 0, 0, 0], rev=1, v="one")])
+    assert store.retrieve([uid(1)])[0].payload == {"rev": 1, "v": "one"}
+
+
+def test_delete(store: VectorStore) -> None:
+    store.upsert([point(n, [1, n, 0, 0]) for n in range(1, 5)])
+    store.delete([uid(2), uid(3), uid(99)])
+    assert store.count() == 2
+    assert ids_of(store.retrieve([uid(n) for n in range(1, 5)])) == {uid(1), uid(4)}
+    store.delete([])
+    # A purge is unconditional, and the id can be written again afterwards at any rev.
+    store.upsert([point(2, [1, 0, 0, 0], rev=0, v="back")])
+    assert store.retrieve([uid(2)])[0].payload == {"rev": 0, "v": "back"}
+
+
+# --- search ---------------------------------------------------------------------------------------
+def test_search_orders_by_cosine_and_applies_threshold(store: VectorStore) -> None:
+    store.upsert(
+        [
+            point(1, [0, 1, 0, 0]),  # cos 0
+            point(2, [1, 1, 0, 0]),  # cos 0.707
+            point(3, [5, 0, 0, 0]),  # cos 1 (length does not matter)
+            point(4, [-1, 0, 0, 0]),  # cos -1
+            point(5, [1, 0.2, 0, 0]),  # cos 0.981
+        ]
+    )
+    hits = store.search([1, 0, 0, 0], limit=10)
+    assert [h.id for h in hits] == [uid(3), uid(5), uid(2), uid(1), uid(4)]
+    assert [h.score for h in hits] == pytest.approx([1.0, 1 / math.sqrt(1.04), 1 / math.sqrt(2), 0.0, -1.0])
+    assert hits[0].payload == {"rev": 1}
+
+    assert [h.id for h in store.search([1, 0, 0, 0], limit=2)] == [uid(3), uid(5)]
+    above = store.search([1, 0, 0, 0], limit=10, score_threshold=0.5)
+    assert [h.id for h in above] == [uid(3), uid(5), uid(2)]
+    assert store.search([1, 0, 0, 0], limit=0) == []
+
+
+# --- filters --------------------------------------------------------------------------------------
+CORPUS = {
+    "a": dict(
+        tags=["alpha", "beta"],
+        type="Decision",
+        importance=0.9,
+        timestamp="2025-01-01T00:00:00+00:00",
+        t_invalid=None,
+    ),
+    "b": dict(
+        tags=["beta"],
+        type="Pattern",
+        importance=0.5,
+        timestamp="2025-03-01T12:00:00+02:00",
+        t_invalid="2026-01-01T00:00:00+00:00",
+    ),
+    # 23:30 at -01:00 is 00:30 UTC: after "a" although its text sorts before it.
+    "c": dict(
+        tags=["gamma"],
+        type="Decision",
+        importance=0.1,
+        timestamp="2024-12-31T23:30:00-01:00",
+        t_invalid="2025-01-01T00:00:00Z",
+    ),
+    "d": dict(tags=[], type="Insight", importance=0.7, timestamp="2025-05-01T00:00:00Z"),
+    "e": dict(
+        tags=["alpha"],
+        type="Preference",
+        importance=0.3,
+        timestamp="2025-02-01T00:00:00+00:00",
+        t_invalid=None,
+    ),
+}
+NAMES = {name: uid(100 + i) for i, name in enumerate(CORPUS)}
+
+FILTER_CASES: dict[str, tuple[Filter, str]] = {
+    "empty-filter": (Filter(), "abcde"),
+    "match-list-field": (Filter(must=(Match("tags", ("alpha",)),)), "ae"),
+    "match-scalar-field": (Filter(must=(Match("type", ("Decision",)),)), "ac"),
+    "match-any-list": (Filter(must=(Match("tags", ("gamma", "beta")),)), "abc"),
+    "match-any-scalar": (Filter(must=(Match("type", ("Pattern", "Insight")),)), "bd"),
+    "match-mixed-types": (Filter(must=(Match("type", ("Decision", 5)),)), "ac"),
+    "match-none-of-nothing": (Filter(must=(Match("type", ()),)), ""),
+    "all-of-tags": (Filter(must=(Match("tags", ("alpha",)), Match("tags", ("beta",)))), "a"),
+    "must-not": (Filter(must_not=(Match("type", ("Decision",)),)), "bde"),
+    "is-null": (Filter(must=(IsNull("t_invalid"),)), "ade"),
+    "still-valid": (
+        Filter(must=(Filter(should=(IsNull("t_invalid"), Range("t_invalid", gt=NOW, kind="datetime"))),)),
+        "abde",
+    ),
+    "should-top-level": (Filter(should=(Match("type", ("Pattern",)), Range("importance", lt=0.2))), "bc"),
+    "float-gte": (Filter(must=(Range("importance", gte=0.5),)), "abd"),
+    "float-between": (Filter(must=(Range("importance", gt=0.3, lte=0.7),)), "bd"),
+    "datetime-gt-offset": (
+        Filter(must=(Range("timestamp", gt="2025-01-01T00:00:00+00:00", kind="datetime"),)),
+        "bcde",
+    ),
+    "datetime-lt": (Filter(must=(Range("timestamp", lt="2025-01-01T00:15:00+00:00", kind="datetime"),)), "a"),
+    "datetime-window": (
+        Filter(
+            must=(
+                Range(
+                    "timestamp", gte="2025-01-01T01:00:00+01:00", lte="2025-02-01T00:00:00Z", kind="datetime"
+                ),
+            )
+        ),
+        "ace",
+    ),
+    "has-id": (Filter(must=(HasId((NAMES["a"], NAMES["c"], uid(999))),)), "ac"),
+    "combined": (Filter(must=(Match("type", ("Decision",)),), must_not=(HasId((NAMES["a"],)),)), "c"),
+}
+
+
+@pytest.fixture(scope="module", params=["edge", "qdrant"])
+def corpus(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VectorStore]:
+    """A read-only corpus shared by the filter tests (creating a shard per case is the slow part)."""
+    backend = Backend(request.param, tmp_path_factory.mktemp(f"corpus-{request.param}"))
+    store = backend.open()
+    store.ensure_collection(DIM)
+    store.upsert(
+        [
+            VectorPoint(id=NAMES[name], vector=[1.0, 0.1 * i, 0.0, 0.0], payload={"rev": 1, **fields})
+            for i, (name, fields) in enumerate(CORPUS.items())
+        ]
+    )
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("case", list(FILTER_CASES))
+def test_filters(corpus: VectorStore, case: str) -> None:
+    flt, expected_names = FILTER_CASES[case]
+    expected = {NAMES[n] for n in expected_names}
+    assert ids_of(corpus.scroll(flt, limit=100)[0]) == expected
+    assert corpus.count(flt) == len(expected)
+    assert ids_of(corpus.search([1, 0, 0, 0], limit=100, flt=flt)) == expected
+
+
+def test_match_on_booleans_is_refused(corpus: VectorStore) -> None:
+    with pytest.raises(ValueError):
+        corpus.count(Filter(must=(Match("flag", (True,)),)))
+
+
+def test_count(corpus: VectorStore) -> None:
+    assert corpus.count() == len(CORPUS)
+    assert corpus.count(None) == len(CORPUS)
+    assert corpus.count(Filter(must=(Match("tags", ("beta",)),))) == 2
+
+
+# --- scroll ---------------------------------------------------------------------------------------
+def test_scroll_pages_cover_every_id_once_in_id_order(store: VectorStore) -> None:
+    ids = [str(uuid.uuid4()) for _ in range(23)]
+    store.upsert(
+        [VectorPoint(id=i, vector=[1, n, 0, 0], payload={"rev": 1, "odd": n % 2}) for n, i in enumerate(ids)]
+    )
+    seen: list[str] = []
+    offset: str | None = None
+    pages = 0
+    while True:
+        records, offset = store.scroll(limit=5, offset=offset, with_vectors=True)
+        pages += 1
+        assert all(r.vector is not None and len(r.vector) == DIM for r in records)
+        seen += [r.id for r in records]
+        if offset is None:
+            break
+    assert pages == 5
+    assert seen == sorted(ids, key=lambda i: uuid.UUID(i).int)
+
+    odd = [r.id for r in store.iter_records(Filter(must=(Match("odd", (1,)),)), page=4)]
+    assert sorted(odd) == sorted(i for n, i in enumerate(ids) if n % 2)
+    assert len(odd) == len(set(odd))
+    assert all(r.vector is None for r in store.iter_records(page=7))
+
+
+# --- concurrency and process ownership ------------------------------------------------------------
+def test_concurrent_writes_and_reads(store: VectorStore) -> None:
+    errors: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for n in range(30):
+                store.upsert([point(1000 * worker + n, [1, worker, n, 0], rev=n)])
+                store.search([1, 0, 0, 0], limit=5)
+                store.count()
+        except BaseException as exc:  # pragma: no cover - surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(1, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert store.count() == 120
+
+
+def test_edge_shard_cannot_be_opened_twice(tmp_path: Path) -> None:
+    # Edge locks the WAL per open shard, not per process, so a second store in the same process
+    # is refused just like another process would be.
+    path = str(tmp_path / "shard")
+    first = EdgeVectorStore(path)
+    first.ensure_collection(DIM)
+    with pytest.raises(ConfigurationError, match="open in another process"):
+        EdgeVectorStore(path)
+    first.close()
+    second = EdgeVectorStore(path)
+    assert second.dimension() == DIM
+    second.close()
+
+
+def test_edge_drop_does_not_delete_a_shard_held_elsewhere(tmp_path: Path) -> None:
+    path = str(tmp_path / "shard")
+    early = EdgeVectorStore(path)  # opened before the shard exists, so it holds nothing yet
+    owner = EdgeVectorStore(path)
+    owner.ensure_collection(DIM)
+    owner.upsert([point(1, [1, 0, 0, 0])])
+    with pytest.raises(ConfigurationError):
+        early.drop()
+    assert owner.count() == 1
+    owner.close()
+
+
+# --- factory --------------------------------------------------------------------------------------
+def test_factory_picks_the_backend(tmp_path: Path) -> None:
+    edge = open_vector_store(Settings(data_dir=str(tmp_path), vector_backend="edge", qdrant_collection="c1"))
+    assert isinstance(edge, EdgeVectorStore) and edge.backend == "edge"
+    edge.ensure_collection(DIM)
+    assert (tmp_path / "qdrant-edge" / "c1").is_dir()
+    edge.close()
+
+    local = open_vector_store(
+        Settings(data_dir=str(tmp_path), vector_backend="auto", qdrant_path=str(tmp_path / "local"))
+    )
+    assert isinstance(local, QdrantVectorStore) and local.backend == "qdrant"
+    local.close()
