@@ -185,6 +185,7 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "15",
         "--timeout",
         "120",
+        "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),
         "automem.app:create_app()",

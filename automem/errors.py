@@ -77,6 +77,10 @@ class ConfigurationError(Exception):
     """The service cannot start with this configuration; the message names the fix."""
 
 
+class ShardLocked(ConfigurationError):
+    """The Qdrant Edge shard is open in another process (its WAL lock is held)."""
+
+
 class DimensionMismatch(ConfigurationError):
     """The vector collection's dimension differs from the embedding provider's."""
 

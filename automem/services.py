@@ -9,12 +9,13 @@ writes to it through `VectorSync`.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 import redis
 
 from automem.embedding import EmbeddingProvider, build_provider
-from automem.errors import ConfigurationError, DimensionMismatch
+from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.idempotency import IdempotencyStore
 from automem.memories import MemoryService
 from automem.settings import Settings
@@ -54,10 +55,25 @@ def _require_url(settings: Settings) -> tuple[str, str]:
     return graph_url, queue_url
 
 
+def _ensure_collection(vectors: VectorStore, dimension: int, wait_seconds: float) -> None:
+    """Open/create the collection, waiting a little for a previous owner of the shard to exit.
+
+    After a crash of the API, its orphaned worker may hold the Edge shard for a moment."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            vectors.ensure_collection(dimension)
+            return
+        except ShardLocked:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.25)
+
+
 def open_vectors(settings: Settings, dimension: int) -> VectorStore:
     vectors = open_vector_store(settings)
     try:
-        vectors.ensure_collection(dimension)
+        _ensure_collection(vectors, dimension, settings.shard_lock_wait_seconds)
     except DimensionMismatch as exc:
         vectors.close()
         raise DimensionMismatch(

@@ -145,6 +145,11 @@ class Settings(BaseSettings):
         "stores",
         "Directory for qdrant-client's local mode (development and tests; one process only).",
     )
+    shard_lock_wait_seconds: float = _setting(
+        20.0, "AUTOMEM_SHARD_LOCK_WAIT_SECONDS", "stores",
+        "How long the API waits at start for the Qdrant Edge shard to be released by a previous "
+        "owner (e.g. an API process that is still exiting).",
+    )
     qdrant_collection: str = _setting("memories", "QDRANT_COLLECTION", "stores", "Qdrant collection name.")
     qdrant_timeout_seconds: float = _setting(
         10.0, "QDRANT_TIMEOUT_SECONDS", "stores", "Timeout of one call to a Qdrant server."

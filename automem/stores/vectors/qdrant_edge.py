@@ -24,7 +24,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from automem.errors import ConfigurationError, DimensionMismatch
+from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.stores.vectors.base import (
     PAYLOAD_INDEXES,
     Condition,
@@ -83,7 +83,7 @@ class EdgeVectorStore(VectorStore):
             return qe.EdgeShard.load(self.path)
         except Exception as exc:  # Edge raises plain Exception for every failure
             if "WouldBlock" in str(exc):
-                raise ConfigurationError(
+                raise ShardLocked(
                     f"the Qdrant Edge shard at {self.path} is open in another process; in embedded "
                     "mode only the API process owns it; stop `automem serve` first or use the admin API"
                 ) from exc
