@@ -146,7 +146,9 @@ class Settings(BaseSettings):
         "Directory for qdrant-client's local mode (development and tests; one process only).",
     )
     shard_lock_wait_seconds: float = _setting(
-        20.0, "AUTOMEM_SHARD_LOCK_WAIT_SECONDS", "stores",
+        20.0,
+        "AUTOMEM_SHARD_LOCK_WAIT_SECONDS",
+        "stores",
         "How long the API waits at start for the Qdrant Edge shard to be released by a previous "
         "owner (e.g. an API process that is still exiting).",
     )
@@ -320,6 +322,8 @@ class SettingInfo:
 
 
 def _type_name(annotation: Any) -> str:
+    if getattr(annotation, "__origin__", None) is Literal:
+        return "one of " + ", ".join(str(a) for a in annotation.__args__)
     text = str(annotation).replace("typing.", "")
     return {
         "<class 'str'>": "str",
@@ -388,9 +392,9 @@ def render_markdown_table() -> str:
             if entry.aliases:
                 help_text += f" (alias: {', '.join(entry.aliases)})"
             default = _default_text(entry)
-            rows.append(
-                f"| `{entry.env}` | {entry.type} | {f'`{default}`' if default else ''} | {help_text} |"
-            )
+            type_text = entry.type.replace(" | None", " (optional)").replace("|", "\\|")
+            default_text = f"`{default}`" if default else ""
+            rows.append(f"| `{entry.env}` | {type_text} | {default_text} | {help_text} |")
     return "\n".join(rows) + "\n"
 
 

@@ -61,7 +61,16 @@ class Service:
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
         env.update({"AUTOMEM_API_TOKEN": TOKEN, "EMBEDDING_PROVIDER": "hash", "AUTOMEM_LOG_LEVEL": "WARNING"})
-        argv = [sys.executable, "-m", "automem", "serve", "--data-dir", str(self.data_dir), "--port", str(self.port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "automem",
+            "serve",
+            "--data-dir",
+            str(self.data_dir),
+            "--port",
+            str(self.port),
+        ]
         self.process = subprocess.Popen(argv, env=env)
         self.wait_healthy()
 
@@ -83,8 +92,11 @@ class Service:
         health: dict[str, Any] = {}
         while time.monotonic() < deadline:
             health = self.wait_healthy()
-            if (health["vector_count"] == expected_vectors and health["drift"]["difference"] == 0
-                    and health["drift"]["embedding_pending"] == 0):
+            if (
+                health["vector_count"] == expected_vectors
+                and health["drift"]["difference"] == 0
+                and health["drift"]["embedding_pending"] == 0
+            ):
                 return health
             time.sleep(0.2)
         raise AssertionError(f"queues did not drain: {health}")
@@ -145,6 +157,9 @@ def test_worker_crash_mid_queue_loses_no_embedding(service: Service) -> None:
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
     for n in range(30):
-        assert service.http.post("/memory", json={"content": f"queued while the worker is down {n}"}).status_code == 201
+        assert (
+            service.http.post("/memory", json={"content": f"queued while the worker is down {n}"}).status_code
+            == 201
+        )
     health = service.wait_drained(expected_vectors=30)  # the supervisor restarted the worker
     assert health["queues"]["failed"]["embed"] == 0

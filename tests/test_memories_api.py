@@ -16,14 +16,19 @@ from tests.conftest import ADMIN_TOKEN, Api, make_settings
 
 
 @pytest.fixture(params=["edge", "qdrant"])
-def settings(request: pytest.FixtureRequest, falkordb_server: EmbeddedFalkorDB, redis_conn: object,
-             tmp_path: Path) -> Settings:
+def settings(
+    request: pytest.FixtureRequest, falkordb_server: EmbeddedFalkorDB, redis_conn: object, tmp_path: Path
+) -> Settings:
     """Every route test runs on both vector backends: Qdrant Edge (embedded mode) and
     qdrant-client's local mode standing in for a Qdrant server (server mode)."""
     if request.param == "edge":
         return make_settings(falkordb_server.url, tmp_path / "data")
-    return make_settings(falkordb_server.url, tmp_path / "data", vector_backend="qdrant",
-                         qdrant_path=str(tmp_path / "qdrant-local"))
+    return make_settings(
+        falkordb_server.url,
+        tmp_path / "data",
+        vector_backend="qdrant",
+        qdrant_path=str(tmp_path / "qdrant-local"),
+    )
 
 
 def store(api: Api, **fields: Any) -> dict[str, Any]:

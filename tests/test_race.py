@@ -35,11 +35,17 @@ def live_app(falkordb_server: EmbeddedFalkorDB, redis_conn: object, tmp_path: Pa
 
 def start_worker(settings: Settings) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
-    env.update({
-        "FALKORDB_URL": str(settings.falkordb_url), "REDIS_URL": str(settings.redis_url),
-        "FALKORDB_GRAPH": settings.falkordb_graph, "AUTOMEM_DATA_DIR": settings.data_dir,
-        "AUTOMEM_VECTOR_BACKEND": "edge", "EMBEDDING_PROVIDER": "hash", "AUTOMEM_LOG_LEVEL": "WARNING",
-    })
+    env.update(
+        {
+            "FALKORDB_URL": str(settings.falkordb_url),
+            "REDIS_URL": str(settings.redis_url),
+            "FALKORDB_GRAPH": settings.falkordb_graph,
+            "AUTOMEM_DATA_DIR": settings.data_dir,
+            "AUTOMEM_VECTOR_BACKEND": "edge",
+            "EMBEDDING_PROVIDER": "hash",
+            "AUTOMEM_LOG_LEVEL": "WARNING",
+        }
+    )
     return subprocess.Popen([sys.executable, "-m", "automem", "worker"], env=env)
 
 
@@ -47,11 +53,18 @@ def wait_settled(svc: Services, count: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         counts = svc.graph.counts()
-        if (counts["embedding_pending"] == 0 and svc.jobs.depths()["embed"] == 0
-                and svc.sync.backlog() == 0 and svc.vectors is not None and svc.vectors.count() == count):
+        if (
+            counts["embedding_pending"] == 0
+            and svc.jobs.depths()["embed"] == 0
+            and svc.sync.backlog() == 0
+            and svc.vectors is not None
+            and svc.vectors.count() == count
+        ):
             return
         time.sleep(0.1)
-    raise AssertionError(f"not settled: {svc.graph.counts()} {svc.jobs.depths()} backlog={svc.sync.backlog()}")
+    raise AssertionError(
+        f"not settled: {svc.graph.counts()} {svc.jobs.depths()} backlog={svc.sync.backlog()}"
+    )
 
 
 def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
