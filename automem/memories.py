@@ -12,7 +12,7 @@ import json
 import logging
 import unicodedata
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -250,10 +250,12 @@ class MemoryService:
     def _after_create(self, created: Sequence[Prepared]) -> dict[str, str]:
         """Sync supplied vectors now, queue embedding of the rest; returns each id's embedding status."""
         statuses: dict[str, str] = {}
-        with_vector = [p.id for p in created if p.embedding is not None]
+        with_vector = [p for p in created if p.embedding is not None]
         if with_vector:
-            self._sync_quietly(with_vector)
-            statuses.update(dict.fromkeys(with_vector, "stored"))
+            self._quietly(
+                self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in with_vector]
+            )
+            statuses.update(dict.fromkeys((p.id for p in with_vector), "stored"))
         to_embed = [p for p in created if p.embedding is None]
         for start in range(0, len(to_embed), self.settings.embedding_batch_size):
             chunk = to_embed[start : start + self.settings.embedding_batch_size]
@@ -272,13 +274,17 @@ class MemoryService:
             return False
 
     def _sync_quietly(self, ids: list[str]) -> None:
+        self._quietly(self.sync.request, ids)
+
+    @staticmethod
+    def _quietly(sync: Callable[[list[Any]], object], items: list[Any]) -> None:
         """Vector sync after a committed graph write: a failure is repaired later, never a 5xx."""
         try:
-            self.sync.request(ids)
+            sync(items)
         except StoreUnavailable:
             raise
         except Exception:
-            log.exception("vector sync of %d memories failed; reconcile will repair it", len(ids))
+            log.exception("vector sync of %d memories failed; reconcile will repair it", len(items))
 
     # --- read ---------------------------------------------------------------------------------
     def get(self, memory_id: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Annotated, Any, Literal, TypeVar
 
+import numpy as np
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -99,11 +100,13 @@ def check_embedding(value: Any) -> list[float] | None:
             raise ValueError("embedding must be an array of numbers") from exc
     if not isinstance(value, list) or not value:
         raise ValueError("embedding must be a non-empty array of numbers")
-    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+    # Exact types: bool is an int subclass but not a number here.
+    if not {type(v) for v in value} <= {float, int}:
         raise ValueError("embedding must be an array of numbers")
-    floats = [float(v) for v in value]
-    if any(v != v or v in (float("inf"), float("-inf")) for v in floats):
+    array = np.asarray(value, dtype=np.float64)
+    if not np.isfinite(array).all():
         raise ValueError("embedding must not contain NaN or infinity")
+    floats: list[float] = array.tolist()
     return floats
 
 

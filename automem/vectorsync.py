@@ -86,13 +86,28 @@ class VectorSync:
         """Copy the graph's current state of `ids` into the vector store; returns points written."""
         assert self.vectors is not None
         unique = list(dict.fromkeys(ids))
-        docs = {d["id"]: d for d in self.graph.get_memories(unique, with_embedding=True)}
-        purged = [i for i in unique if i not in docs]
+        docs = self.graph.get_memories(unique, with_embedding=True)
+        found = {d["id"] for d in docs}
+        purged = [i for i in unique if i not in found]
         if purged:
             self.vectors.delete(purged)
+        return self._upsert(docs)
+
+    def write_snapshots(self, docs: Sequence[dict[str, Any]]) -> int:
+        """Write memories whose graph state the caller holds (just written, with `embedding`).
+
+        Saves reading the vectors back from the graph on the ingest path; the rev guard keeps
+        a newer state that another writer may already have synced."""
+        if self.vectors is None:
+            self.request([d["id"] for d in docs])
+            return 0
+        return self._upsert(docs)
+
+    def _upsert(self, docs: Sequence[dict[str, Any]]) -> int:
+        assert self.vectors is not None
         points = [
             VectorPoint(id=doc["id"], vector=list(doc["embedding"]), payload=payload_for(doc))
-            for doc in docs.values()
+            for doc in docs
             if doc.get("embedding")
         ]
         if points:
