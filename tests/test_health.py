@@ -1,0 +1,65 @@
+"""GET /health, and 503 on every route when the graph store is down."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from automem.app import create_app, stop_app
+from automem.embedded import EmbeddedFalkorDB
+from automem.services import Services
+from tests.conftest import Api, make_settings
+
+
+def test_health_reports_counts_drift_and_queues(api: Api, services: Services, jobs: Any) -> None:
+    for n in range(3):
+        api.post("/memory", json={"content": f"health {n}"})
+    before = api.client.get("/health").get_json()
+    assert (
+        before["status"] == "healthy"
+        and before["falkordb"] == "connected"
+        and before["qdrant"] == "connected"
+    )
+    assert before["memory_count"] == 3 and before["counts"]["embedding_pending"] == 3
+    assert before["queues"]["depths"]["embed"] == 3
+    assert before["embedding"] == {"provider": "hash", "model": "feature-hash-v1", "dimension": 384}
+    jobs()
+    after = api.client.get("/health").get_json()
+    assert after["vector_count"] == 3 and after["drift"]["difference"] == 0
+    assert after["queues"]["depths"]["embed"] == 0
+
+
+def test_health_degrades_on_drift(api: Api, services: Services, jobs: Any) -> None:
+    memory_id = api.post("/memory", json={"content": "will drift"}).get_json()["memory_id"]
+    jobs()
+    assert services.vectors is not None
+    services.vectors.delete([memory_id])
+    body = api.client.get("/health").get_json()
+    assert body["status"] == "degraded" and body["drift"]["difference"] == 1
+
+
+def test_every_route_answers_503_when_the_graph_is_down(redis_conn: object, tmp_path: Path) -> None:
+    doomed = EmbeddedFalkorDB(tmp_path / "doomed")
+    doomed.start()
+    app = create_app(make_settings(doomed.url, tmp_path / "data"), start_vector_drain=False)
+    try:
+        doomed.stop()
+        api = Api(app.test_client())
+        memory_id = str(uuid.uuid4())
+        calls = [
+            api.post("/memory", json={"content": "lost?"}),
+            api.post("/memory/batch", json={"memories": [{"content": "lost?"}]}),
+            api.get(f"/memory/{memory_id}"),
+            api.patch(f"/memory/{memory_id}", json={"importance": 0.2}),
+            api.delete(f"/memory/{memory_id}"),
+            api.get("/memory/by-tag?tags=a"),
+            api.get("/tags"),
+            api.client.get("/health"),
+        ]
+        for response in calls:
+            assert response.status_code == 503, response.get_json()
+            assert response.get_json()["status"] in ("error", "degraded")
+        assert calls[0].get_json()["code"] == "graph_unavailable"
+    finally:
+        stop_app(app)
