@@ -12,6 +12,7 @@ from werkzeug.exceptions import HTTPException
 
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
+from automem.recall.engine import RecallEngine
 from automem.services import Services, build_services
 from automem.settings import Settings, host_is_loopback, load_settings
 
@@ -39,6 +40,7 @@ def create_app(
     app.json.sort_keys = False  # type: ignore[attr-defined]
     svc = services or build_services(settings, owner_of_vectors=True)
     app.extensions["automem"] = svc
+    app.extensions["automem.recall"] = RecallEngine(svc)
     _register_blueprints(app)
     _register_hooks(app, settings)
     _register_error_handlers(app)
@@ -48,9 +50,9 @@ def create_app(
 
 
 def _register_blueprints(app: Flask) -> None:
-    from automem.api import health, memories, pending, tags
+    from automem.api import graph, health, memories, pending, recall, tags
 
-    for module in (health, memories, tags, pending):
+    for module in (health, memories, tags, recall, graph, pending):
         app.register_blueprint(module.bp)
 
 
@@ -104,4 +106,5 @@ def stop_app(app: Flask) -> None:
         thread, stop = drain
         stop.set()
         thread.join(timeout=5)
+    app.extensions["automem.recall"].close()
     app.extensions["automem"].close()

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-GROUPS = ("server", "auth", "stores", "embedding", "limits", "jobs")
+GROUPS = ("server", "auth", "stores", "embedding", "limits", "recall", "jobs")
 
 
 def _setting(default: Any, env: str, group: str, help: str, *aliases: str, secret: bool = False) -> Any:
@@ -236,6 +236,29 @@ class Settings(BaseSettings):
     )
     retention_days: int = _setting(
         30, "RETENTION_DAYS", "limits", "Days a deleted memory stays recoverable before it is purged."
+    )
+
+    # --- recall -------------------------------------------------------------------------------
+    recall_max_limit: int = _setting(
+        100, "RECALL_MAX_LIMIT", "recall", "Largest `limit` a recall may ask for."
+    )
+    recall_relation_limit: int = _setting(
+        5,
+        "RECALL_RELATION_LIMIT",
+        "recall",
+        "Default number of relations returned per result and of related memories.",
+    )
+    recall_candidates: int = _setting(
+        60,
+        "RECALL_CANDIDATES",
+        "recall",
+        "Candidates each channel (vector, keyword) contributes to fusion before the final cut.",
+    )
+    recall_channel_timeout_seconds: float = _setting(
+        2.0,
+        "RECALL_CHANNEL_TIMEOUT_SECONDS",
+        "recall",
+        "A recall channel slower than this is dropped from the answer (reported in `degraded`).",
     )
 
     # --- jobs ---------------------------------------------------------------------------------

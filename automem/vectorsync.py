@@ -114,6 +114,24 @@ class VectorSync:
             self.vectors.upsert(points)
         return len(points)
 
+    def repair(self, page: int = 1000) -> int:
+        """Re-apply every memory whose point is missing or older than the graph; returns how many.
+
+        Covers writes lost between the graph commit and the vector write (a crash there, a lost
+        stream entry). Orphan points of purged memories are left to the purge/rebuild tools."""
+        assert self.vectors is not None
+        repaired, after = 0, ""
+        while rows := self.graph.embedded_revs(after, page):
+            stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
+            stale = [memory_id for memory_id, rev in rows if stored.get(memory_id, -1) < rev]
+            if stale:
+                self.apply(stale)
+                repaired += len(stale)
+            after = rows[-1][0]
+        if repaired:
+            log.warning("vector repair re-applied %d memories from the graph", repaired)
+        return repaired
+
     # --- the owner's side of the hand-off -----------------------------------------------------
     def _ensure_group(self) -> None:
         if self._group_ready or self.redis is None:
@@ -156,7 +174,14 @@ class VectorSync:
         return done
 
     def run_forever(self, stop: threading.Event, block_ms: int = 1000) -> None:
-        """The owner's drain loop; errors are logged and retried after a pause, never fatal."""
+        """The owner's loop: repair once, then drain; errors are logged and retried, never fatal."""
+        while not stop.is_set():
+            try:
+                self.repair()
+                break
+            except Exception:
+                log.exception("vector repair failed; retrying")
+                stop.wait(5.0)
         while not stop.is_set():
             try:
                 self.drain_once(block_ms=block_ms)

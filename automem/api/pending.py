@@ -13,10 +13,6 @@ from automem.errors import NotImplementedFeature
 bp = Blueprint("pending", __name__)
 
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
-    ("GET", "/recall"),
-    ("POST", "/recall"),
-    ("POST", "/associate"),
-    ("GET", "/memories/<memory_id>/related"),
     ("GET", "/memory/<memory_id>/history"),
     ("POST", "/memory/<memory_id>/recover"),
     ("DELETE", "/memory/by-tag"),

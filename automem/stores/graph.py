@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import redis.exceptions
 from falkordb import FalkorDB
 
 from automem.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from automem.recall.filters import RecallFilter
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +54,15 @@ MEMORY_FIELDS = (
     "embedding_model",
     "enriched",
 )
-_PROJECTION = "m {" + ", ".join(f".{f}" for f in MEMORY_FIELDS) + "}"
-_PROJECTION_WITH_EMBEDDING = "m {" + ", ".join(f".{f}" for f in (*MEMORY_FIELDS, "embedding")) + "}"
+
+
+def _projection(alias: str = "m", embedding: bool = False) -> str:
+    fields = (*MEMORY_FIELDS, "embedding") if embedding else MEMORY_FIELDS
+    return f"{alias} {{" + ", ".join(f".{f}" for f in fields) + "}"
+
+
+_PROJECTION = _projection()
+_PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 
 # Range indexes (FalkorDB indexes array elements too, so `$t IN m.tag_prefixes` is an index scan).
 _RANGE_INDEXES = ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state")
@@ -338,6 +349,16 @@ class GraphStore:
         """
         return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit})]
 
+    def embedded_revs(self, after: str, limit: int) -> list[tuple[str, int]]:
+        """(id, rev) of memories that have an embedding, in id order after `after`: what the
+        vector store must mirror."""
+        cypher = """
+        MATCH (m:Memory)
+        WHERE m.id > $after AND m.embedding_hash IS NOT NULL
+        RETURN m.id, m.rev ORDER BY m.id LIMIT $limit
+        """
+        return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
+
     def iter_ids(self, page: int = 1000) -> Iterator[str]:
         after = ""
         while True:
@@ -349,3 +370,162 @@ class GraphStore:
                 return
             yield from (row[0] for row in rows)
             after = rows[-1][0]
+
+    # --- recall -------------------------------------------------------------------------------
+    @staticmethod
+    def filter_clause(flt: RecallFilter, alias: str = "m", tags: bool = True) -> tuple[str, dict[str, Any]]:
+        """The recall filter as a Cypher WHERE fragment (always parameterised).
+
+        `tags=False` leaves the tag scope to the caller's own index-driven MATCH."""
+        field = f"{alias}.{flt.tag_field}"
+        parts = [f"{alias}.tenant = $f_tenant", f"{alias}.state <> 'deleted'"]
+        params: dict[str, Any] = {"f_tenant": flt.tenant, "f_now": flt.now}
+        if flt.tags and tags:
+            params["f_tags"] = list(flt.tags)
+            quantifier = "any" if flt.tag_mode == "any" else "all"
+            parts.append(f"{quantifier}(t IN $f_tags WHERE t IN {field})")
+        if flt.exclude_tags:
+            params["f_exclude"] = list(flt.exclude_tags)
+            parts.append(f"none(t IN $f_exclude WHERE t IN {alias}.tag_prefixes)")
+        if flt.types:
+            params["f_types"] = list(flt.types)
+            parts.append(f"{alias}.type IN $f_types")
+        if flt.start:
+            params["f_start"] = flt.start
+            parts.append(f"{alias}.timestamp >= $f_start")
+        if flt.end:
+            params["f_end"] = flt.end
+            parts.append(f"{alias}.timestamp < $f_end")
+        if flt.state_mode == "current":
+            parts += [
+                f"{alias}.state = 'active'",
+                f"({alias}.t_valid IS NULL OR {alias}.t_valid <= $f_now)",
+                f"({alias}.t_invalid IS NULL OR {alias}.t_invalid > $f_now)",
+            ]
+        return " AND ".join(parts), params
+
+    def list_memories(
+        self, flt: RecallFilter, order: Literal["importance", "time_desc", "time_asc"], limit: int
+    ) -> list[dict[str, Any]]:
+        """Memories in the filter's scope, for recall without a query."""
+        scoped = bool(flt.tags) and flt.tag_mode == "any"
+        where, params = self.filter_clause(flt, tags=not scoped)
+        order_by = {
+            "importance": "m.importance DESC, m.timestamp DESC, m.id",
+            "time_desc": "m.timestamp DESC, m.id",
+            "time_asc": "m.timestamp ASC, m.id",
+        }[order]
+        head = "MATCH (m:Memory)"
+        if scoped:
+            # Start from the tag index rather than scanning every memory. (The tag condition is
+            # not repeated after WITH: FalkorDB then evaluates `any(t IN $f_tags ...)` to false.)
+            params["f_scope"] = list(flt.tags)
+            head = f"UNWIND $f_scope AS ft MATCH (m:Memory) WHERE ft IN m.{flt.tag_field} WITH DISTINCT m"
+        cypher = f"{head} WHERE {where} RETURN {_PROJECTION} ORDER BY {order_by} LIMIT $limit"
+        return [dict(row[0]) for row in self._ro(cypher, {**params, "limit": limit})]
+
+    def edges_of(
+        self,
+        ids: Sequence[str],
+        types: Sequence[str],
+        limit_per: int,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Up to `limit_per` edges of each memory to other memories (either direction), strongest
+        and newest first, with a summary of the other end."""
+        if not ids or limit_per <= 0:
+            return {}
+        cypher = """
+        UNWIND $ids AS mid
+        MATCH (m:Memory {id: mid})-[r]-(o:Memory)
+        WHERE type(r) IN $types AND o.state <> 'deleted'
+        WITH mid, r, o, startNode(r) = m AS outgoing
+        ORDER BY coalesce(r.strength, r.score, 0.0) DESC, coalesce(r.updated_at, '') DESC
+        WITH mid, collect({type: type(r), outgoing: outgoing, strength: coalesce(r.strength, r.score),
+                           updated_at: r.updated_at, id: o.id, content: o.content, type_: o.type,
+                           timestamp: o.timestamp, importance: o.importance, tags: o.tags})[0..$n] AS edges
+        RETURN mid, edges
+        """
+        rows = self._ro(cypher, {"ids": list(ids), "types": list(types), "n": limit_per})
+        return {mid: [dict(e) for e in edges] for mid, edges in rows}
+
+    def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
+        """Outgoing (old → new) supersession edges of these memories: (old_id, new_id, type)."""
+        cypher = """
+        UNWIND $ids AS mid
+        MATCH (m:Memory {id: mid})-[r]->(n:Memory)
+        WHERE type(r) IN $types AND n.state <> 'deleted'
+        RETURN m.id, n.id, type(r)
+        ORDER BY coalesce(r.updated_at, '') DESC
+        """
+        return [(a, b, t) for a, b, t in self._ro(cypher, {"ids": list(ids), "types": list(types)})]
+
+    def associate(self, rel_type: str, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+        """MERGE one edge of `rel_type` per row {a, b, props}; returns the (a, b) pairs written.
+
+        The type is interpolated, so callers must pass a type from the relationship registry."""
+        cypher = f"""
+        UNWIND $rows AS r
+        MATCH (a:Memory {{id: r.a}}), (b:Memory {{id: r.b}})
+        WHERE a.state <> 'deleted' AND b.state <> 'deleted'
+        MERGE (a)-[e:{rel_type}]->(b)
+        ON CREATE SET e.created_at = r.now
+        SET e += r.props, e.updated_at = r.now
+        RETURN a.id, b.id
+        """
+        return [(a, b) for a, b in self._query(cypher, {"rows": list(rows)}).result_set]
+
+    def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
+        """Distinct memories within `depth` hops over the given edge types, importance first."""
+        cypher = f"""
+        MATCH (m:Memory {{id: $id}})-[rs*1..{int(depth)}]-(o:Memory)
+        WHERE o.id <> $id AND o.state <> 'deleted' AND all(r IN rs WHERE type(r) IN $types)
+        WITH DISTINCT o, min(size(rs)) AS hops
+        RETURN {_projection("o")}, hops
+        ORDER BY o.importance DESC, o.timestamp DESC
+        LIMIT $limit
+        """
+        rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
+        return [{**dict(doc), "hops": hops} for doc, hops in rows]
+
+    def keyword_search(self, text: str, flt: RecallFilter, limit: int) -> list[tuple[str, float]]:
+        """Full-text (BM25-class) matches of any query word, filtered, best first."""
+        words = _query_words(text)
+        if not words:
+            return []
+        where, params = self.filter_clause(flt)
+        cypher = f"""
+        CALL db.idx.fulltext.queryNodes('Memory', $q) YIELD node AS m, score
+        WHERE {where}
+        RETURN m.id, score ORDER BY score DESC LIMIT $limit
+        """
+        rows = self._ro(cypher, {**params, "q": " | ".join(words), "limit": limit})
+        return [(mid, float(score)) for mid, score in rows]
+
+    def degrees(self, ids: Sequence[str]) -> dict[str, int]:
+        cypher = """
+        UNWIND $ids AS mid
+        MATCH (m:Memory {id: mid})
+        OPTIONAL MATCH (m)-[r]-()
+        RETURN mid, count(r)
+        """
+        return {mid: int(n) for mid, n in self._ro(cypher, {"ids": list(ids)})}
+
+    def touch(self, ids: Sequence[str], at: str) -> int:
+        """Record an access: newest last_accessed wins, access_count grows; no version bump."""
+        cypher = """
+        UNWIND $ids AS mid
+        MATCH (m:Memory {id: mid})
+        SET m.access_count = coalesce(m.access_count, 0) + 1,
+            m.last_accessed = CASE WHEN coalesce(m.last_accessed, '') < $at THEN $at ELSE m.last_accessed END
+        RETURN count(m)
+        """
+        rows = self._query(cypher, {"ids": list(ids), "at": at}).result_set
+        return int(rows[0][0]) if rows else 0
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _query_words(text: str) -> list[str]:
+    """Query words only: the full-text syntax characters never reach the index."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) > 1))

@@ -62,6 +62,12 @@ class JobQueue:
         ).hexdigest()[:24]
         return self._enqueue("embed", "enrichment.jobs.embed_memories", f"embed-{digest}", list(memory_ids))
 
+    def enqueue_access(self, memory_ids: Sequence[str], at: str) -> None:
+        """Access bookkeeping for recalled memories (not retried: losing one is harmless)."""
+        self.queues["maintenance"].enqueue(
+            "enrichment.jobs.record_access", list(memory_ids), at, result_ttl=0, failure_ttl=3600
+        )
+
     def depths(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for name, queue in self.queues.items():

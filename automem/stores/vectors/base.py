@@ -14,6 +14,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from automem.errors import DimensionMismatch
+
 
 @dataclass(frozen=True)
 class Match:
@@ -167,3 +169,31 @@ class VectorStore(abc.ABC):
             yield from records
             if offset is None:
                 return
+
+
+# --- shared by the adapters ------------------------------------------------------------------
+def latest_per_id(points: Sequence[VectorPoint]) -> list[VectorPoint]:
+    """One point per id: the highest rev, the first among equals (as sequential writes would keep).
+
+    Deduplicated up front because how one operation treats an id twice is engine-specific."""
+    latest: dict[str, VectorPoint] = {}
+    for point in points:
+        kept = latest.get(point.id)
+        if kept is None or point.rev > kept.rev:
+            latest[point.id] = point
+    return list(latest.values())
+
+
+def group_by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPoint]]]:
+    """Points by rev, lowest first: the conditional upsert's condition is per operation."""
+    groups: dict[int, list[VectorPoint]] = {}
+    for point in points:
+        groups.setdefault(point.rev, []).append(point)
+    return sorted(groups.items())
+
+
+def check_dimension(vector: Sequence[float], dimension: int | None) -> None:
+    if len(vector) != dimension:
+        raise DimensionMismatch(
+            f"vector of dimension {len(vector)} for a collection of dimension {dimension}"
+        )

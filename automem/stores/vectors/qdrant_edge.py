@@ -37,6 +37,9 @@ from automem.stores.vectors.base import (
     VectorPoint,
     VectorRecord,
     VectorStore,
+    check_dimension,
+    group_by_rev,
+    latest_per_id,
 )
 
 _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
@@ -157,7 +160,7 @@ class EdgeVectorStore(VectorStore):
             if shard is None:
                 raise ConfigurationError(f"no Qdrant Edge shard at {self.path}; call ensure_collection first")
             for point in points:
-                self._check_vector(point.vector)
+                check_dimension(point.vector, self._dimension)
             # One conditional upsert per distinct rev (the condition is per operation): existing
             # points that fail it are skipped, new ones are inserted. All are built before the
             # first is applied, so a bad id fails the call without a partial write.
@@ -166,18 +169,12 @@ class EdgeVectorStore(VectorStore):
                     [qe.Point(_uuid(p.id), list(p.vector), p.payload) for p in group],
                     condition=_older_than(rev),
                 )
-                for rev, group in _by_rev(_latest_per_id(points))
+                for rev, group in group_by_rev(latest_per_id(points))
             ]
             # Writes are durable in the WAL without flush() (a killed process loses nothing), and a
             # flush per call costs ~9 ms, so segments are flushed on close() only.
             for operation in operations:
                 shard.update(operation)
-
-    def _check_vector(self, vector: Sequence[float]) -> None:
-        if len(vector) != self._dimension:
-            raise DimensionMismatch(
-                f"vector of dimension {len(vector)} for a shard of dimension {self._dimension}"
-            )
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -209,7 +206,7 @@ class EdgeVectorStore(VectorStore):
             shard = self._open_existing()
             if shard is None or limit <= 0:
                 return []
-            self._check_vector(vector)
+            check_dimension(vector, self._dimension)
             request = qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(list(vector)),
@@ -251,25 +248,6 @@ class EdgeVectorStore(VectorStore):
 
 
 # --- rev guard ------------------------------------------------------------------------------------
-def _latest_per_id(points: Sequence[VectorPoint]) -> list[VectorPoint]:
-    """One point per id: the highest rev, the first among equals (as sequential writes would keep).
-
-    Deduplicated up front because how one operation treats an id twice is engine-specific."""
-    latest: dict[str, VectorPoint] = {}
-    for point in points:
-        kept = latest.get(point.id)
-        if kept is None or point.rev > kept.rev:
-            latest[point.id] = point
-    return list(latest.values())
-
-
-def _by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPoint]]]:
-    groups: dict[int, list[VectorPoint]] = {}
-    for point in points:
-        groups.setdefault(point.rev, []).append(point)
-    return sorted(groups.items())
-
-
 def _older_than(rev: int) -> qe.Filter:
     """Condition a stored point must meet to be replaced: a lower rev (a missing rev counts as 0)."""
     older: list[Any] = [qe.FieldCondition("rev", range=qe.RangeFloat(lt=rev))]

@@ -32,6 +32,9 @@ from automem.stores.vectors.base import (
     VectorPoint,
     VectorRecord,
     VectorStore,
+    check_dimension,
+    group_by_rev,
+    latest_per_id,
 )
 
 T = TypeVar("T")
@@ -166,8 +169,8 @@ class QdrantVectorStore(VectorStore):
                 f"no Qdrant collection {self.collection!r}; call ensure_collection first"
             )
         for point in points:
-            _check_vector(point.vector, dimension)
-        unique = _latest_per_id(points)
+            check_dimension(point.vector, dimension)
+        unique = latest_per_id(points)
         for start in range(0, len(unique), _WRITE_CHUNK):
             self._write_guarded(unique[start : start + _WRITE_CHUNK])
 
@@ -184,7 +187,7 @@ class QdrantVectorStore(VectorStore):
                     update_filter=_older_than(rev),
                 )
             )
-            for rev, group in _by_rev(points)
+            for rev, group in group_by_rev(points)
         ]
         try:
             with self._call():
@@ -220,7 +223,7 @@ class QdrantVectorStore(VectorStore):
         dimension = self.dimension()
         if dimension is None or limit <= 0:
             return []
-        _check_vector(vector, dimension)
+        check_dimension(vector, dimension)
         response = self._read_or(
             None,
             lambda: self.client.query_points(
@@ -270,33 +273,7 @@ class QdrantVectorStore(VectorStore):
         return page_records, (str(next_offset) if next_offset is not None else None)
 
 
-def _check_vector(vector: Sequence[float], dimension: int) -> None:
-    if len(vector) != dimension:
-        raise DimensionMismatch(
-            f"vector of dimension {len(vector)} for a collection of dimension {dimension}"
-        )
-
-
 # --- rev guard ------------------------------------------------------------------------------------
-def _latest_per_id(points: Sequence[VectorPoint]) -> list[VectorPoint]:
-    """One point per id: the highest rev, the first among equals (as sequential writes would keep).
-
-    Deduplicated up front because how one operation treats an id twice is engine-specific."""
-    latest: dict[str, VectorPoint] = {}
-    for point in points:
-        kept = latest.get(point.id)
-        if kept is None or point.rev > kept.rev:
-            latest[point.id] = point
-    return list(latest.values())
-
-
-def _by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPoint]]]:
-    groups: dict[int, list[VectorPoint]] = {}
-    for point in points:
-        groups.setdefault(point.rev, []).append(point)
-    return sorted(groups.items())
-
-
 def _older_than(rev: int) -> qm.Filter:
     """Condition a stored point must meet to be replaced: a lower rev (a missing rev counts as 0)."""
     older: list[qm.Condition] = [qm.FieldCondition(key="rev", range=qm.Range(lt=rev))]

@@ -1,0 +1,40 @@
+"""GET /recall and POST /recall (the same fields as JSON, for long embeddings)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, request
+
+from automem.api import json_body, respond, services
+from automem.errors import InvalidInput
+from automem.models import parse
+from automem.recall.engine import RecallEngine
+from automem.recall.query import RecallQuery, body_args, query_args
+from automem.recall.timeparse import TimeQueryError
+
+bp = Blueprint("recall", __name__)
+
+
+def engine() -> RecallEngine:
+    recall_engine: RecallEngine = current_app.extensions["automem.recall"]
+    return recall_engine
+
+
+def _run(data: dict[str, object]) -> tuple[Response, int]:
+    query = parse(RecallQuery, data, services().settings)
+    try:
+        return respond(engine().recall(query))
+    except TimeQueryError as exc:
+        raise InvalidInput(str(exc), field="time_query") from exc
+
+
+@bp.get("/recall")
+def recall_get() -> tuple[Response, int]:
+    return _run(query_args(request.args))
+
+
+@bp.post("/recall")
+def recall_post() -> tuple[Response, int]:
+    body = json_body()
+    if not isinstance(body, dict):
+        raise InvalidInput("the request body must be a JSON object", field="body")
+    return _run(body_args(body))

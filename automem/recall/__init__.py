@@ -1,0 +1,1 @@
+"""Recall: channels, filters, fusion and time parsing."""

@@ -1,0 +1,280 @@
+"""Recall: gather candidates from every channel, fuse them once, resolve state, answer.
+
+Stages (each timed into `timings_ms`): embed the query → vector and keyword channels in
+parallel (or the listing channel when there is no query) → fusion → hydrate from the graph and
+apply the filter again → graph expansion (ranked with the seeds) → current-state resolution →
+final scores and cut → relations. A channel that fails or exceeds its time budget is left out
+and named in `degraded`; the request still answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from automem.memories import DEFAULT_TENANT, public_memory
+from automem.recall.expansion import expand
+from automem.recall.filters import RecallFilter
+from automem.recall.fusion import Candidate, CandidatePool, final_scores, match_type, ranked, relevance
+from automem.recall.query import RecallQuery
+from automem.recall.state import resolve_current
+from automem.recall.timeparse import resolve_window
+from automem.relations import ALL_TYPES, SYSTEM
+from automem.services import Services
+from automem.timeutil import now_iso
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RELATION_TYPES = tuple(t for t in ALL_TYPES if t != "MENTIONS")
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.ms[name] = round(self.ms.get(name, 0.0) + (time.perf_counter() - start) * 1000, 3)
+
+    def total(self) -> float:
+        return round((time.perf_counter() - self.started) * 1000, 3)
+
+
+class RecallEngine:
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="recall")
+        self._embed_cached = lru_cache(maxsize=svc.settings.query_embedding_cache_size)(
+            svc.embedder.embed_one
+        )
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # --- the pipeline -------------------------------------------------------------------------
+    def recall(self, q: RecallQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        timer = Timer()
+        flt = RecallFilter.build(
+            tenant=tenant,
+            now=now_iso(),
+            tags=q.tags,
+            tag_mode=q.tag_mode,
+            tag_match=q.tag_match,
+            exclude_tags=q.exclude_tags,
+            types=q.types,
+            window=resolve_window(q.time_query, q.start, q.end),
+            state_mode=q.state_mode,
+        )
+        degraded: list[str] = []
+        pool = CandidatePool()
+        listing = not q.query and q.embedding is None
+        fetch = max(q.limit, self.svc.settings.recall_candidates)
+        if listing:
+            with timer.stage("listing"):
+                self._listing(pool, flt, q, fetch)
+        else:
+            self._search(pool, flt, q, fetch, timer, degraded)
+        with timer.stage("fusion"):
+            relevance(pool)
+        with timer.stage("hydrate"):
+            self._hydrate(pool, flt)
+        if not listing:
+            with timer.stage("expand"):
+                expand(self.svc.graph, pool, flt, q, self._hydrate_ids)
+        if q.state_mode == "current":
+            with timer.stage("state"):
+                resolve_current(self.svc.graph, pool, flt, self._hydrate_ids)
+        with timer.stage("rank"):
+            final_scores(pool, tuple(flt_context(q)), listing)
+            results = self._cut(pool, q)
+        with timer.stage("relations"):
+            relations = self.svc.graph.edges_of([c.id for c in results], RELATION_TYPES, q.relation_limit)
+        self._record_access([c.id for c in results])
+        return self._response(q, flt, results, relations, timer, degraded, listing)
+
+    def _search(
+        self,
+        pool: CandidatePool,
+        flt: RecallFilter,
+        q: RecallQuery,
+        fetch: int,
+        timer: Timer,
+        degraded: list[str],
+    ) -> None:
+        vector: Future[list[tuple[str, float]]] | None = None
+        keyword: Future[list[tuple[str, float]]] | None = None
+        if self.svc.vectors is not None:
+            with timer.stage("embed"):
+                query_vector = self._query_vector(q, degraded)
+            if query_vector is not None:
+                vector = self.pool.submit(
+                    self._timed, timer, "vector", self._vector, query_vector, flt, fetch
+                )
+        if q.query:
+            keyword = self.pool.submit(
+                self._timed, timer, "keyword", self.svc.graph.keyword_search, q.query, flt, fetch
+            )
+        for name, future in (("vector", vector), ("keyword", keyword)):
+            if future is not None:
+                hits = self._collect(name, future, degraded)
+                pool.add(name, hits)
+
+    def _query_vector(self, q: RecallQuery, degraded: list[str]) -> list[float] | None:
+        if q.embedding is not None:
+            return q.embedding
+        try:
+            return list(self._embed_cached(q.query))
+        except Exception:
+            log.exception("query embedding failed; answering without the vector channel")
+            degraded.append("embedding")
+            return None
+
+    def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[tuple[str, float]]:
+        assert self.svc.vectors is not None
+        return [(h.id, h.score) for h in self.svc.vectors.search(query_vector, fetch, flt.vector_filter())]
+
+    @staticmethod
+    def _timed(timer: Timer, name: str, fn: Callable[..., T], *args: Any) -> T:
+        with timer.stage(name):
+            return fn(*args)
+
+    def _collect(
+        self,
+        name: str,
+        future: Future[list[tuple[str, float]]],
+        degraded: list[str],
+    ) -> list[tuple[str, float]]:
+        try:
+            return future.result(timeout=self.svc.settings.recall_channel_timeout_seconds)
+        except FutureTimeout:
+            log.warning("recall channel %s timed out", name)
+        except Exception:
+            log.exception("recall channel %s failed", name)
+        degraded.append(name)
+        return []
+
+    def _listing(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, fetch: int) -> None:
+        order = "importance" if q.sort == "score" else q.sort
+        docs = self.svc.graph.list_memories(flt, order, fetch)
+        for doc in docs:
+            pool.get(doc["id"]).doc = doc
+
+    def _hydrate(self, pool: CandidatePool, flt: RecallFilter) -> None:
+        missing = [c.id for c in pool.values() if c.doc is None]
+        docs = self._hydrate_ids(missing)
+        for candidate in pool.values():
+            if candidate.doc is None:
+                candidate.doc = docs.get(candidate.id)
+        # The filter again, over the graph's truth: a payload may lag the graph by a moment.
+        for candidate in pool.values():
+            if candidate.doc is None or not flt.matches(candidate.doc):
+                pool.by_id.pop(candidate.id, None)
+
+    def _hydrate_ids(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        return {d["id"]: d for d in self.svc.graph.get_memories(ids)} if ids else {}
+
+    def _cut(self, pool: CandidatePool, q: RecallQuery) -> list[Candidate]:
+        seen_content: set[str] = set()
+        out = []
+        for candidate in ranked(pool.values(), q.sort):
+            if candidate.score < q.min_score:
+                continue
+            content_key = str((candidate.doc or {}).get("content_hash"))
+            if content_key in seen_content:
+                continue
+            seen_content.add(content_key)
+            out.append(candidate)
+            if len(out) == q.limit:
+                break
+        return out
+
+    def _record_access(self, ids: list[str]) -> None:
+        """Access bookkeeping happens in a job, off the request path; losing it loses nothing."""
+        if not ids:
+            return
+        try:
+            self.svc.jobs.enqueue_access(ids, now_iso())
+        except Exception:
+            log.warning("could not queue access bookkeeping for %d memories", len(ids))
+
+    def _response(
+        self,
+        q: RecallQuery,
+        flt: RecallFilter,
+        results: list[Candidate],
+        relations: dict[str, list[dict[str, Any]]],
+        timer: Timer,
+        degraded: list[str],
+        listing: bool,
+    ) -> dict[str, Any]:
+        items = [_item(c, relations.get(c.id, [])) for c in results]
+        timings = {**timer.ms, "total": timer.total()}
+        echo = flt.echo()
+        return {
+            "status": "success",
+            "query": q.query,
+            "results": items,
+            "count": len(items),
+            "limit": q.limit,
+            "sort": q.sort,
+            "mode": "listing" if listing else "search",
+            "filters": echo,
+            **echo,
+            "min_score": q.min_score,
+            "degraded": degraded,
+            "timings_ms": timings,
+            "query_time_ms": timings["total"],
+        }
+
+
+def flt_context(q: RecallQuery) -> list[str]:
+    from automem.tags import canonical_prefix
+
+    return [canonical_prefix(t) for t in q.context_tags]
+
+
+def _item(candidate: Candidate, relations: list[dict[str, Any]]) -> dict[str, Any]:
+    assert candidate.doc is not None
+    item = {
+        "id": candidate.id,
+        "memory": public_memory(candidate.doc),
+        "score": candidate.score,
+        "score_components": candidate.components,
+        "channels": candidate.channels,
+        "relations": [_relation(r) for r in relations],
+        "match_type": match_type(candidate),
+    }
+    if candidate.replaces:
+        item["replaces"] = candidate.replaces
+    if candidate.expanded_from:
+        item["expanded_from"] = candidate.expanded_from
+    return item
+
+
+def _relation(edge: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": edge["type"],
+        "direction": "outgoing" if edge["outgoing"] else "incoming",
+        "strength": edge.get("strength"),
+        "system": edge["type"] in SYSTEM,
+        "memory": {
+            "id": edge["id"],
+            "type": edge.get("type_"),
+            "timestamp": edge.get("timestamp"),
+            "importance": edge.get("importance"),
+            "tags": (edge.get("tags") or [])[:5],
+            "content": (edge.get("content") or "")[:160],
+        },
+    }

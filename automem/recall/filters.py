@@ -1,0 +1,128 @@
+"""The recall filter: one definition, rendered for every channel.
+
+`RecallFilter` says which memories a recall may return. `vector_filter()` renders it for the
+vector store, the graph store renders it as Cypher (`GraphStore.filter_clause`), and `matches()`
+applies it to a hydrated memory, so candidates that reach fusion through any path (expansion,
+supersession heads) obey exactly the same scope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from automem.recall.timeparse import TimeWindow
+from automem.stores.vectors.base import Condition, Filter, IsNull, Match, Range
+from automem.tags import canonical_prefix
+
+
+@dataclass(frozen=True)
+class RecallFilter:
+    tenant: str
+    now: str
+    tags: tuple[str, ...] = ()
+    tag_mode: Literal["any", "all"] = "any"
+    tag_match: Literal["prefix", "exact"] = "prefix"
+    exclude_tags: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    start: str | None = None
+    end: str | None = None
+    state_mode: Literal["current", "history"] = "current"
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        tenant: str,
+        now: str,
+        tags: list[str],
+        tag_mode: Literal["any", "all"],
+        tag_match: Literal["prefix", "exact"],
+        exclude_tags: list[str],
+        types: list[str],
+        window: TimeWindow | None,
+        state_mode: Literal["current", "history"],
+    ) -> RecallFilter:
+        scoped = [canonical_prefix(t) for t in tags] if tag_match == "prefix" else list(tags)
+        start, end = window.as_iso() if window else (None, None)
+        return cls(
+            tenant=tenant,
+            now=now,
+            tags=tuple(t for t in scoped if t),
+            tag_mode=tag_mode,
+            tag_match=tag_match,
+            exclude_tags=tuple(canonical_prefix(t) for t in exclude_tags if t),
+            types=tuple(types),
+            start=start,
+            end=end,
+            state_mode=state_mode,
+        )
+
+    @property
+    def tag_field(self) -> str:
+        return "tag_prefixes" if self.tag_match == "prefix" else "tags"
+
+    def echo(self) -> dict[str, Any]:
+        """The filters as the response reports them."""
+        return {
+            "tags": list(self.tags),
+            "tag_mode": self.tag_mode,
+            "tag_match": self.tag_match,
+            "exclude_tags": list(self.exclude_tags),
+            "types": list(self.types),
+            "time_window": {"start": self.start, "end": self.end} if (self.start or self.end) else None,
+            "state_mode": self.state_mode,
+        }
+
+    # --- the vector store's rendering ---------------------------------------------------------
+    def vector_filter(self) -> Filter:
+        must: list[Condition] = [Match("tenant", (self.tenant,))]
+        if self.tags:
+            if self.tag_mode == "any":
+                must.append(Match(self.tag_field, self.tags))
+            else:
+                must.extend(Match(self.tag_field, (tag,)) for tag in self.tags)
+        if self.types:
+            must.append(Match("type", self.types))
+        if self.start or self.end:
+            must.append(Range("timestamp", gte=self.start, lt=self.end, kind="datetime"))
+        must.extend(self._state_conditions())
+        must_not: list[Condition] = [Match("tag_prefixes", self.exclude_tags)] if self.exclude_tags else []
+        return Filter(must=tuple(must), must_not=tuple(must_not))
+
+    def _state_conditions(self) -> list[Condition]:
+        if self.state_mode == "history":
+            return [Filter(must_not=(Match("state", ("deleted",)),))]
+        return [
+            Match("state", ("active",)),
+            Filter(should=(IsNull("t_valid"), Range("t_valid", lte=self.now, kind="datetime"))),
+            Filter(should=(IsNull("t_invalid"), Range("t_invalid", gt=self.now, kind="datetime"))),
+        ]
+
+    # --- the in-process rendering -------------------------------------------------------------
+    def matches(self, doc: dict[str, Any]) -> bool:
+        """The same predicate over a memory read from the graph."""
+        if doc.get("tenant") != self.tenant or doc.get("state") == "deleted":
+            return False
+        if self.tags and not self._tags_match(doc):
+            return False
+        if self.exclude_tags and set(self.exclude_tags) & set(doc.get("tag_prefixes") or ()):
+            return False
+        if self.types and doc.get("type") not in self.types:
+            return False
+        timestamp = doc.get("timestamp") or ""
+        if (self.start and timestamp < self.start) or (self.end and timestamp >= self.end):
+            return False
+        return self.state_mode == "history" or self.is_current(doc)
+
+    def _tags_match(self, doc: dict[str, Any]) -> bool:
+        present = set(doc.get(self.tag_field) or ())
+        wanted = set(self.tags)
+        return bool(present & wanted) if self.tag_mode == "any" else wanted <= present
+
+    def is_current(self, doc: dict[str, Any]) -> bool:
+        """Active and inside its validity interval (supersession is resolved separately)."""
+        if doc.get("state") != "active":
+            return False
+        valid_from, valid_to = doc.get("t_valid"), doc.get("t_invalid")
+        return (not valid_from or valid_from <= self.now) and (not valid_to or valid_to > self.now)

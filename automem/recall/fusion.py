@@ -1,0 +1,131 @@
+"""One fusion over every channel's candidates.
+
+Each channel reports raw scores; `fuse` normalises them per channel (cosine is kept as it is,
+keyword scores are divided by the best keyword score of this query, so both live in 0..1) and
+combines them with weights into a relevance in 0..1. Graph-expanded memories arrive with a
+relevance derived from their seed, so they are ranked together with the seeds, not appended.
+The final score mixes relevance with small priors (importance, context-tag boost); it stays in
+0..1, which is what `min_score` is compared against. Ties go to the newest memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Relevance weights of the retrieval channels, and the share of the priors in the final score.
+CHANNEL_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
+IMPORTANCE_WEIGHT = 0.05
+CONTEXT_WEIGHT = 0.05
+
+
+@dataclass
+class Candidate:
+    id: str
+    raw: dict[str, float] = field(default_factory=dict)  # channel -> raw score
+    rank: dict[str, int] = field(default_factory=dict)  # channel -> 1-based rank
+    expanded: float = 0.0  # relevance inherited through graph expansion
+    expanded_from: list[dict[str, Any]] = field(default_factory=list)
+    doc: dict[str, Any] | None = None
+    components: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    replaces: str | None = None
+
+    @property
+    def channels(self) -> list[str]:
+        names = list(self.raw)
+        if self.expanded > 0:
+            names.append("graph")
+        return names
+
+
+class CandidatePool:
+    """Candidates by id, as channels report them."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, Candidate] = {}
+
+    def add(self, channel: str, hits: list[tuple[str, float]]) -> None:
+        for rank, (memory_id, score) in enumerate(hits, start=1):
+            candidate = self.by_id.setdefault(memory_id, Candidate(memory_id))
+            if score > candidate.raw.get(channel, float("-inf")):
+                candidate.raw[channel] = score
+                candidate.rank[channel] = rank
+
+    def get(self, memory_id: str) -> Candidate:
+        return self.by_id.setdefault(memory_id, Candidate(memory_id))
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def values(self) -> list[Candidate]:
+        return list(self.by_id.values())
+
+
+def relevance(pool: CandidatePool) -> None:
+    """Set each candidate's channel components and its fused relevance (0..1)."""
+    best = {ch: max((c.raw[ch] for c in pool.values() if ch in c.raw), default=0.0) for ch in CHANNEL_WEIGHTS}
+    active = [ch for ch in CHANNEL_WEIGHTS if best[ch] > 0]
+    total_weight = sum(CHANNEL_WEIGHTS[ch] for ch in active) or 1.0
+    for candidate in pool.values():
+        fused = 0.0
+        for channel in active:
+            value = _normalised(channel, candidate.raw.get(channel, 0.0), best[channel])
+            candidate.components[channel] = round(value, 4)
+            fused += CHANNEL_WEIGHTS[channel] * value
+        candidate.components["relevance"] = fused / total_weight
+
+
+def _normalised(channel: str, raw: float, best: float) -> float:
+    if channel == "vector":
+        return max(0.0, min(1.0, raw))
+    return raw / best if best > 0 else 0.0
+
+
+def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bool) -> None:
+    """Combine relevance (or, for listings, importance) with the priors into `score`."""
+    for candidate in pool.values():
+        doc = candidate.doc or {}
+        importance = float(doc.get("importance") or 0.0)
+        boost = _context_boost(doc, context_tags)
+        base = importance if listing else max(candidate.components.get("relevance", 0.0), candidate.expanded)
+        if candidate.expanded:
+            candidate.components["graph"] = round(candidate.expanded, 4)
+        candidate.components.update({"importance": importance, "context": boost})
+        share = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
+        score = base if listing else share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
+        candidate.score = round(min(1.0, max(0.0, score)), 6)
+
+
+def _context_boost(doc: dict[str, Any], context_tags: tuple[str, ...]) -> float:
+    if not context_tags:
+        return 0.0
+    present = set(doc.get("tag_prefixes") or ())
+    return 1.0 if present & set(context_tags) else 0.0
+
+
+def ranked(candidates: list[Candidate], sort: str) -> list[Candidate]:
+    if sort == "time_desc":
+        return sorted(candidates, key=lambda c: (_ts(c), c.id), reverse=True)
+    if sort == "time_asc":
+        return sorted(candidates, key=lambda c: (_ts(c), c.id))
+    return sorted(candidates, key=lambda c: (-c.score, _neg_ts(c), c.id))
+
+
+def _ts(candidate: Candidate) -> str:
+    return str((candidate.doc or {}).get("timestamp") or "")
+
+
+def _neg_ts(candidate: Candidate) -> tuple[int, ...]:
+    # Newest first among equal scores: invert the timestamp's characters for an ascending sort.
+    return tuple(-ord(ch) for ch in _ts(candidate))
+
+
+def match_type(candidate: Candidate) -> str:
+    if candidate.replaces:
+        return "state_replacement"
+    if len(candidate.raw) > 1:
+        return "hybrid"
+    if candidate.raw:
+        return next(iter(candidate.raw))
+    return "graph" if candidate.expanded else "listing"

@@ -1,0 +1,28 @@
+"""The relationship registry: which edge types exist, which clients may author, what they carry."""
+
+from __future__ import annotations
+
+AUTHORABLE: dict[str, tuple[str, ...]] = {
+    # type: extra properties copied from the associate body (besides strength)
+    "RELATES_TO": (),
+    "LEADS_TO": (),
+    "OCCURRED_BEFORE": (),
+    "PREFERS_OVER": ("context", "reason"),
+    "EXEMPLIFIES": ("pattern_type", "confidence"),
+    "CONTRADICTS": ("resolution", "reason"),
+    "REINFORCES": ("observations",),
+    "INVALIDATED_BY": ("reason", "timestamp"),
+    "EVOLVED_INTO": ("confidence", "reason"),
+    "DERIVED_FROM": ("transformation", "confidence"),
+    "PART_OF": ("role", "context"),
+}
+SYSTEM = ("SIMILAR_TO", "PRECEDED_BY", "DISCOVERED", "MENTIONS")
+ALL_TYPES = (*AUTHORABLE, *SYSTEM)
+# (old)-[:INVALIDATED_BY|EVOLVED_INTO]->(new): old is replaced by new.
+SUPERSEDING = ("INVALIDATED_BY", "EVOLVED_INTO")
+DEFAULT_STRENGTH = 0.5
+
+
+def canonical_relation(name: str) -> str | None:
+    upper = name.strip().upper()
+    return upper if upper in ALL_TYPES else None
