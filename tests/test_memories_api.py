@@ -353,3 +353,18 @@ def test_delete_if_version_and_bad_ids(api: Api) -> None:
     assert api.delete(f"/memory/{memory_id}?if_version=x").status_code == 400
     assert api.delete("/memory/not-a-uuid").status_code == 400
     assert api.delete(f"/memory/{uuid.uuid4()}").status_code == 404
+
+
+# --- vector repair -------------------------------------------------------------------------
+def test_repair_restores_vectors_the_graph_outran(api: Api, services: Services, jobs: Any) -> None:
+    ids = [store(api, content=f"repair me {n}", tags=["r"])["memory_id"] for n in range(3)]
+    jobs()
+    assert services.vectors is not None
+    services.vectors.delete([ids[0]])  # lost point
+    doc = graph_doc(services, ids[1])  # a graph change whose vector write was lost
+    services.graph.update_memory(ids[1], {"tags": ["changed"]}, expected_version=doc["version"])
+    assert services.sync.repair() == 2
+    points = {r.id: r for r in services.vectors.retrieve(ids)}
+    assert set(points) == set(ids)
+    assert points[ids[1]].payload["tags"] == ["changed"]
+    assert services.sync.repair() == 0

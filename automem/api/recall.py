@@ -24,7 +24,7 @@ def _run(data: dict[str, object]) -> tuple[Response, int]:
     try:
         return respond(engine().recall(query))
     except TimeQueryError as exc:
-        raise InvalidInput(str(exc), field="time_query") from exc
+        raise InvalidInput(str(exc), field=exc.field) from exc
 
 
 @bp.get("/recall")

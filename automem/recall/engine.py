@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, TypeVar
 
+from automem.errors import InvalidInput
 from automem.memories import DEFAULT_TENANT, public_memory
 from automem.recall.expansion import expand
 from automem.recall.filters import RecallFilter
@@ -66,6 +67,12 @@ class RecallEngine:
     # --- the pipeline -------------------------------------------------------------------------
     def recall(self, q: RecallQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         timer = Timer()
+        if q.embedding is not None and len(q.embedding) != self.svc.embedder.dimension:
+            raise InvalidInput(
+                f"embedding has {len(q.embedding)} dimensions; this service uses "
+                f"{self.svc.embedder.dimension}",
+                field="embedding",
+            )
         flt = RecallFilter.build(
             tenant=tenant,
             now=now_iso(),

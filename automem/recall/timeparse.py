@@ -135,6 +135,10 @@ class TimeWindow:
 class TimeQueryError(ValueError):
     """A time window the client sent that we cannot honour; the message is fit for a 400."""
 
+    def __init__(self, message: str, field: str = "time_query") -> None:
+        super().__init__(message)
+        self.field = field
+
 
 @dataclass(frozen=True)
 class _Clock:
@@ -233,12 +237,12 @@ def _explicit(field: str, text: str) -> datetime:
     try:
         moment = parse_iso(text)
     except ValueError as exc:
-        raise TimeQueryError(f"{field} must be an ISO 8601 date or timestamp, got {text!r}") from exc
+        raise TimeQueryError(f"{field} must be an ISO 8601 date or timestamp, got {text!r}", field) from exc
     if field == "end" and _is_date_only(text):
         try:
             moment += timedelta(days=1)  # "end=2025-01-31" means through the end of that day
         except OverflowError as exc:
-            raise TimeQueryError(f"end {text!r} is out of range") from exc
+            raise TimeQueryError(f"end {text!r} is out of range", "end") from exc
     return moment
 
 

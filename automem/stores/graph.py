@@ -477,9 +477,9 @@ class GraphStore:
     def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
         """Distinct memories within `depth` hops over the given edge types, importance first."""
         cypher = f"""
-        MATCH (m:Memory {{id: $id}})-[rs*1..{int(depth)}]-(o:Memory)
-        WHERE o.id <> $id AND o.state <> 'deleted' AND all(r IN rs WHERE type(r) IN $types)
-        WITH DISTINCT o, min(size(rs)) AS hops
+        MATCH p = (m:Memory {{id: $id}})-[*1..{int(depth)}]-(o:Memory)
+        WHERE o.id <> $id AND o.state <> 'deleted' AND all(r IN relationships(p) WHERE type(r) IN $types)
+        WITH o, min(length(p)) AS hops
         RETURN {_projection("o")}, hops
         ORDER BY o.importance DESC, o.timestamp DESC
         LIMIT $limit

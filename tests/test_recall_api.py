@@ -1,0 +1,303 @@
+"""Recall, associations and related memories against the real embedded stack."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from automem.services import Services
+from tests.conftest import Api
+
+
+def store(api: Api, content: str, **fields: Any) -> str:
+    response = api.post("/memory", json={"content": content, **fields})
+    assert response.status_code == 201, response.get_json()
+    return response.get_json()["memory_id"]  # type: ignore[no-any-return]
+
+
+def recall(api: Api, **params: Any) -> dict[str, Any]:
+    response = api.post("/recall", json=params)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()  # type: ignore[no-any-return]
+
+
+def contents(body: dict[str, Any]) -> list[str]:
+    return [r["memory"]["content"] for r in body["results"]]
+
+
+@pytest.fixture
+def corpus(api: Api, jobs: Any) -> dict[str, str]:
+    rows = {
+        "pg": (
+            "We chose PostgreSQL over MongoDB for ACID transactions",
+            ["project:db"],
+            "Decision",
+            "2025-01-10T10:00:00Z",
+            0.9,
+        ),
+        "tabs": (
+            "Alice prefers tabs over spaces in Python code",
+            ["people:alice", "style"],
+            "Preference",
+            "2025-02-10T10:00:00Z",
+            0.6,
+        ),
+        "deploy": (
+            "Deploys run through GitHub Actions every Friday",
+            ["project:ci"],
+            "Habit",
+            "2025-03-10T10:00:00Z",
+            0.5,
+        ),
+        "outage": (
+            "The database outage was caused by a missing index",
+            ["project:db", "incident"],
+            "Insight",
+            "2025-03-20T10:00:00Z",
+            0.8,
+        ),
+    }
+    ids = {
+        key: store(api, c, tags=t, type=ty, timestamp=ts, importance=imp)
+        for key, (c, t, ty, ts, imp) in rows.items()
+    }
+    jobs()
+    return ids
+
+
+def test_search_result_shape_and_timings(api: Api, corpus: dict[str, str]) -> None:
+    body = api.get("/recall?query=PostgreSQL MongoDB&limit=3").get_json()
+    assert body["status"] == "success" and body["count"] == len(body["results"]) <= 3
+    top = body["results"][0]
+    assert top["id"] == corpus["pg"]
+    assert set(top) >= {"id", "memory", "score", "score_components", "channels", "relations", "match_type"}
+    assert "keyword" in top["channels"] and 0 < top["score"] <= 1
+    assert {"vector", "keyword", "fusion", "hydrate", "total"} <= set(body["timings_ms"])
+    assert body["filters"]["tags"] == [] and body["state_mode"] == "current"
+
+
+def test_get_and_post_agree(api: Api, corpus: dict[str, str]) -> None:
+    via_get = api.get("/recall?query=tabs&tags=people&limit=2").get_json()
+    via_post = recall(api, query="tabs", tags=["people"], limit=2)
+    assert [r["id"] for r in via_get["results"]] == [r["id"] for r in via_post["results"]] == [corpus["tabs"]]
+
+
+def test_tag_scope_is_identical_in_every_channel(api: Api, corpus: dict[str, str]) -> None:
+    scoped = recall(api, query="database PostgreSQL tabs GitHub", tags=["project:db"], limit=10)
+    assert {r["id"] for r in scoped["results"]} == {corpus["pg"], corpus["outage"]}
+    every = recall(api, query="database", tags=["project:db", "incident"], tag_mode="all", limit=10)
+    assert [r["id"] for r in every["results"]] == [corpus["outage"]]
+    exact = recall(api, query="database", tags=["project"], tag_match="exact", limit=10)
+    assert exact["results"] == []
+    excluded = recall(api, query="database PostgreSQL", exclude_tags=["incident"], limit=10)
+    assert corpus["outage"] not in {r["id"] for r in excluded["results"]}
+
+
+def test_types_and_time_filters(api: Api, corpus: dict[str, str]) -> None:
+    decisions = recall(api, query="database", types=["decision"], limit=10)
+    assert [r["id"] for r in decisions["results"]] == [corpus["pg"]]
+    march = recall(api, query="database outage deploys", start="2025-03-01", end="2025-03-31", limit=10)
+    assert {r["id"] for r in march["results"]} == {corpus["deploy"], corpus["outage"]}
+    phrase = api.get("/recall?query=database&time_query=in March 2025").get_json()
+    assert {r["id"] for r in phrase["results"]} <= {corpus["deploy"], corpus["outage"]}
+    assert phrase["time_window"]["start"].startswith("2025-03-01")
+
+
+def test_listing_without_query(api: Api, corpus: dict[str, str]) -> None:
+    by_importance = recall(api, tags=["project"], limit=10)
+    assert [r["id"] for r in by_importance["results"]] == [corpus["pg"], corpus["outage"], corpus["deploy"]]
+    assert by_importance["mode"] == "listing" and by_importance["results"][0]["score"] == 0.9
+    newest = recall(api, tags=["project"], sort="time_desc", limit=2)
+    assert [r["id"] for r in newest["results"]] == [corpus["outage"], corpus["deploy"]]
+    oldest = recall(api, time_query="since 2025-01-01", limit=1)  # time window alone lists newest first
+    assert oldest["sort"] == "time_desc" and oldest["results"][0]["id"] == corpus["outage"]
+
+
+def test_context_tags_boost_and_min_score(api: Api, corpus: dict[str, str]) -> None:
+    plain = {r["id"]: r for r in recall(api, query="Python code spaces", limit=10)["results"]}
+    boosted = {
+        r["id"]: r
+        for r in recall(api, query="Python code spaces", context_tags=["style"], limit=10)["results"]
+    }
+    assert boosted[corpus["tabs"]]["score_components"]["context"] == 1.0
+    assert boosted[corpus["tabs"]]["score"] > plain[corpus["tabs"]]["score"]
+    assert boosted[corpus["pg"]]["score"] == plain[corpus["pg"]]["score"]
+    high = recall(api, query="PostgreSQL", min_score=0.5)["results"]
+    assert high and all(r["score"] >= 0.5 for r in high)
+    assert len(recall(api, query="PostgreSQL", min_score=0.5)["results"]) < len(plain)
+
+
+def test_client_embedding_in_recall(api: Api, services: Services, corpus: dict[str, str]) -> None:
+    vector = services.embedder.embed_one("We chose PostgreSQL over MongoDB for ACID transactions")
+    body = recall(api, embedding=vector, limit=1)
+    assert body["results"][0]["id"] == corpus["pg"] and body["results"][0]["channels"] == ["vector"]
+    bad = api.post("/recall", json={"embedding": [0.1, 0.2]})
+    assert bad.status_code == 400 and bad.get_json()["field"] == "embedding"
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"tag_mode": "some"}, "tag_mode"),
+        ({"sort": "random"}, "sort"),
+        ({"state_mode": "all"}, "state_mode"),
+        ({"min_score": 2}, "min_score"),
+        ({"types": ["Opinion"]}, "types"),
+        ({"start": "not a date"}, "start"),
+        ({"time_query": "next week"}, "time_query"),
+        ({"start": "2025-02-01", "end": "2025-01-01"}, "time_query"),
+        ({"relation_limit": -1}, "relation_limit"),
+    ],
+)
+def test_bad_recall_parameters(api: Api, params: dict[str, Any], field: str) -> None:
+    response = api.post("/recall", json=params)
+    assert response.status_code == 400, response.get_json()
+    assert response.get_json()["field"] == field
+
+
+def test_state_rules(api: Api, services: Services, jobs: Any) -> None:
+    old = store(api, "The office is in Berlin", tags=["office"])
+    new = store(api, "The office moved to Munich", tags=["office"])
+    newest = store(api, "The office is now in Hamburg", tags=["office"])
+    expired = store(api, "The office badge code is 1234", tags=["office"], t_invalid="2020-01-01T00:00:00Z")
+    future = store(api, "The office opens a Paris branch", tags=["office"], t_valid="2999-01-01T00:00:00Z")
+    deleted = store(api, "The office had a plant", tags=["office"])
+    api.delete(f"/memory/{deleted}")
+    for a, b in ((old, new), (new, newest)):
+        assert (
+            api.post(
+                "/associate", json={"memory1_id": a, "memory2_id": b, "type": "EVOLVED_INTO"}
+            ).status_code
+            == 201
+        )
+    jobs()
+    current = recall(api, query="office Berlin", tags=["office"], limit=10)
+    ids = [r["id"] for r in current["results"]]
+    assert (
+        old not in ids and new not in ids and expired not in ids and future not in ids and deleted not in ids
+    )
+    head = next(r for r in current["results"] if r["id"] == newest)
+    assert head["match_type"] in ("state_replacement", "hybrid", "vector", "keyword")
+    history = recall(api, query="office", tags=["office"], state_mode="history", limit=10)
+    assert {old, new, newest, expired, future} <= {r["id"] for r in history["results"]}
+    assert deleted not in {r["id"] for r in history["results"]}
+
+
+def test_supersession_cycle_is_safe(api: Api, jobs: Any) -> None:
+    a = store(api, "cycle alpha statement", tags=["cyc"])
+    b = store(api, "cycle beta statement", tags=["cyc"])
+    api.post(
+        "/associate",
+        json={
+            "associations": [
+                {"memory1_id": a, "memory2_id": b, "type": "INVALIDATED_BY"},
+                {"memory1_id": b, "memory2_id": a, "type": "INVALIDATED_BY"},
+            ]
+        },
+    )
+    jobs()
+    body = recall(api, query="cycle statement", tags=["cyc"], limit=5)
+    assert len(body["results"]) <= 2
+
+
+def test_expansion_ranks_neighbours_with_the_seeds(api: Api, jobs: Any) -> None:
+    seed = store(api, "Kubernetes cluster autoscaling settings", tags=["exp"])
+    linked = store(api, "Unrelated words about lunch", tags=["exp"])
+    other = store(api, "Completely different text here", tags=["exp"])
+    api.post(
+        "/associate", json={"memory1_id": seed, "memory2_id": linked, "type": "RELATES_TO", "strength": 1.0}
+    )
+    jobs()
+    body = recall(api, query="Kubernetes autoscaling", tags=["exp"], limit=3)
+    ranked = [r["id"] for r in body["results"]]
+    assert ranked[0] == seed
+    assert other not in ranked or ranked.index(linked) < ranked.index(other)
+    neighbour = next(r for r in body["results"] if r["id"] == linked)
+    assert "graph" in neighbour["channels"] and neighbour["expanded_from"][0]["id"] == seed
+    assert body["results"][0]["relations"][0]["memory"]["id"] == linked
+    off = recall(api, query="Kubernetes autoscaling", tags=["exp"], limit=3, expand_relations=False)
+    assert all("graph" not in r["channels"] for r in off["results"])
+
+
+# --- POST /associate ---------------------------------------------------------------------
+def test_associate_single_and_errors(api: Api, corpus: dict[str, str]) -> None:
+    ok = api.post(
+        "/associate",
+        json={
+            "memory1_id": corpus["pg"],
+            "memory2_id": corpus["outage"],
+            "type": "leads_to",
+            "strength": 0.7,
+        },
+    )
+    assert ok.status_code == 201 and ok.get_json()["relation_type"] == "LEADS_TO"
+    cases = [
+        ({"memory2_id": corpus["pg"]}, 400, "memory1_id"),
+        ({"memory1_id": "nope", "memory2_id": corpus["pg"]}, 400, "memory1_id"),
+        ({"memory1_id": corpus["pg"], "memory2_id": corpus["pg"]}, 400, "memory2_id"),
+        ({"memory1_id": corpus["pg"], "memory2_id": corpus["tabs"], "type": "SIMILAR_TO"}, 400, "type"),
+        ({"memory1_id": corpus["pg"], "memory2_id": corpus["tabs"], "type": "LIKES"}, 400, "type"),
+        ({"memory1_id": corpus["pg"], "memory2_id": corpus["tabs"], "strength": 1.5}, 400, "strength"),
+        ({"memory1_id": corpus["pg"], "memory2_id": corpus["tabs"], "strength": "high"}, 400, "strength"),
+        ({"memory1_id": corpus["pg"], "memory2_id": str(uuid.uuid4())}, 404, "memory1_id"),
+    ]
+    for body, status, field in cases:
+        response = api.post("/associate", json=body)
+        assert response.status_code == status, (body, response.get_json())
+        assert response.get_json()["field"] == field
+
+
+def test_associate_batch_201_and_207(api: Api, corpus: dict[str, str]) -> None:
+    good = [
+        {
+            "memory1_id": corpus["pg"],
+            "memory2_id": corpus["tabs"],
+            "type": "PREFERS_OVER",
+            "reason": "team habit",
+        },
+        {"memory1_id": corpus["deploy"], "memory2_id": corpus["outage"], "type": "PART_OF", "role": "x"},
+    ]
+    all_ok = api.post("/associate", json={"associations": good})
+    assert all_ok.status_code == 201 and all_ok.get_json()["created_count"] == 2
+    mixed = api.post(
+        "/associate",
+        json={
+            "associations": [
+                *good,
+                {"memory1_id": corpus["pg"], "memory2_id": corpus["pg"]},
+                {"memory1_id": corpus["pg"], "memory2_id": str(uuid.uuid4())},
+            ]
+        },
+    )
+    assert mixed.status_code == 207
+    body = mixed.get_json()
+    assert body["status"] == "partial_success" and body["created_count"] == 2
+    assert [f["index"] for f in body["failed"]] == [2, 3]
+    for bad in ({"associations": []}, {"associations": "x"}, {"associations": [good[0]] * 501}):
+        assert api.post("/associate", json=bad).status_code == 400
+
+
+# --- GET /memories/<id>/related ------------------------------------------------------------
+def test_related(api: Api, corpus: dict[str, str]) -> None:
+    api.post(
+        "/associate",
+        json={
+            "associations": [
+                {"memory1_id": corpus["pg"], "memory2_id": corpus["outage"], "type": "LEADS_TO"},
+                {"memory1_id": corpus["outage"], "memory2_id": corpus["deploy"], "type": "RELATES_TO"},
+            ]
+        },
+    )
+    one = api.get(f"/memories/{corpus['pg']}/related").get_json()
+    assert [m["id"] for m in one["related_memories"]] == [corpus["outage"]]
+    two = api.get(f"/memories/{corpus['pg']}/related?max_depth=2").get_json()
+    assert {m["id"] for m in two["related_memories"]} == {corpus["outage"], corpus["deploy"]}
+    only = api.get(f"/memories/{corpus['pg']}/related?max_depth=2&relationship_types=LEADS_TO").get_json()
+    assert [m["id"] for m in only["related_memories"]] == [corpus["outage"]]
+    assert api.get(f"/memories/{uuid.uuid4()}/related").status_code == 404
+    assert api.get(f"/memories/{corpus['pg']}/related?max_depth=4").status_code == 400
+    assert api.get(f"/memories/{corpus['pg']}/related?relationship_types=NOPE").status_code == 400
