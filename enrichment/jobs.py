@@ -35,7 +35,8 @@ def embed_memories(memory_ids: list[str]) -> dict[str, Any]:
 
 
 def reconcile(page: int = 500) -> dict[str, Any]:
-    """Queue embedding for every memory missing one, so a lost queue loses no work."""
+    """Queue embedding for every memory missing one, so a lost queue loses no work, and repair
+    vectors that lag the graph when this process owns the vector store."""
     svc = current_services()
     queued, after = 0, ""
     while True:
@@ -48,4 +49,11 @@ def reconcile(page: int = 500) -> dict[str, Any]:
             if chunk and svc.jobs.enqueue_embed(chunk, [docs[i]["content_hash"] for i in chunk]):
                 queued += len(chunk)
         after = ids[-1]
-    return {"queued": queued}
+    # Where this process owns the vectors (server mode), also repair vectors the graph outran.
+    repaired = svc.sync.repair() if svc.sync.owns_vectors else 0
+    return {"queued": queued, "vectors_repaired": repaired}
+
+
+def record_access(memory_ids: list[str], at: str) -> int:
+    """Update last_accessed and access_count of recalled memories."""
+    return current_services().graph.touch(memory_ids, at)
