@@ -102,8 +102,9 @@ class EmbeddedFalkorDB:
         (self.data_dir / "falkordb").mkdir(parents=True, exist_ok=True)
         self.password = _read_or_create_secret(self.data_dir / "falkordb.secret")
         self.port = self.port or free_port()
-        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        preexec_fn=_die_with_parent)
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
         self._wait_ready(timeout)
         return self.url
 
@@ -120,8 +121,11 @@ class EmbeddedFalkorDB:
                 # While the AOF is replayed the server answers LOADING errors; wait for real readiness.
                 client.execute_command("GRAPH.LIST")
                 return
-            except (redis.exceptions.ConnectionError, redis.exceptions.BusyLoadingError,
-                    redis.exceptions.TimeoutError):
+            except (
+                redis.exceptions.ConnectionError,
+                redis.exceptions.BusyLoadingError,
+                redis.exceptions.TimeoutError,
+            ):
                 time.sleep(0.05)
             except redis.exceptions.ResponseError as exc:
                 if "loading" not in str(exc).lower():

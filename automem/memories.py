@@ -250,12 +250,9 @@ class MemoryService:
     def _after_create(self, created: Sequence[Prepared]) -> dict[str, str]:
         """Sync supplied vectors now, queue embedding of the rest; returns each id's embedding status."""
         statuses: dict[str, str] = {}
-        with_vector = [p for p in created if p.embedding is not None]
-        if with_vector:
-            self._quietly(
-                self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in with_vector]
-            )
-            statuses.update(dict.fromkeys((p.id for p in with_vector), "stored"))
+        # Every memory is searchable by keyword at once; the dense vector joins it when embedded.
+        self._quietly(self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in created])
+        statuses.update({p.id: "stored" for p in created if p.embedding is not None})
         to_embed = [p for p in created if p.embedding is None]
         for start in range(0, len(to_embed), self.settings.embedding_batch_size):
             chunk = to_embed[start : start + self.settings.embedding_batch_size]

@@ -94,7 +94,7 @@ class VectorSync:
         return self._upsert(docs)
 
     def write_snapshots(self, docs: Sequence[dict[str, Any]]) -> int:
-        """Write memories whose graph state the caller holds (just written, with `embedding`).
+        """Write memories whose graph state the caller holds (just written, `embedding` if any).
 
         Saves reading the vectors back from the graph on the ingest path; the rev guard keeps
         a newer state that another writer may already have synced."""
@@ -106,9 +106,10 @@ class VectorSync:
     def _upsert(self, docs: Sequence[dict[str, Any]]) -> int:
         assert self.vectors is not None
         points = [
-            VectorPoint(id=doc["id"], vector=list(doc["embedding"]), payload=payload_for(doc))
+            VectorPoint(
+                id=doc["id"], vector=_embedding(doc), payload=payload_for(doc), text=doc.get("content")
+            )
             for doc in docs
-            if doc.get("embedding")
         ]
         if points:
             self.vectors.upsert(points)
@@ -121,7 +122,7 @@ class VectorSync:
         stream entry). Orphan points of purged memories are left to the purge/rebuild tools."""
         assert self.vectors is not None
         repaired, after = 0, ""
-        while rows := self.graph.embedded_revs(after, page):
+        while rows := self.graph.revs_page(after, page):
             stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
             stale = [memory_id for memory_id, rev in rows if stored.get(memory_id, -1) < rev]
             if stale:
@@ -196,6 +197,12 @@ class VectorSync:
             return int(self.redis.xlen(STREAM))
         except redis.exceptions.RedisError:
             return -1
+
+
+def _embedding(doc: dict[str, Any]) -> list[float] | None:
+    """The stored embedding (of the previous content until a re-embed lands), None before any."""
+    embedding = doc.get("embedding")
+    return list(embedding) if embedding else None
 
 
 def _ids_of(fields: dict[Any, Any]) -> list[str]:

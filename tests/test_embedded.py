@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -118,9 +119,15 @@ def service(tmp_path: Path) -> Iterator[Service]:
     svc.start()
     yield svc
     if svc.process and svc.process.poll() is None:
-        svc.process.kill()
-        for pid in descendants(svc.process.pid):
-            os.kill(pid, signal.SIGKILL)
+        tree = descendants(svc.process.pid)  # before the supervisor dies and they are re-parented
+        svc.process.send_signal(signal.SIGTERM)
+        try:
+            svc.process.wait(30)
+        except subprocess.TimeoutExpired:
+            svc.process.kill()
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_data_survives_kill9_of_the_api_and_a_restart(service: Service) -> None:

@@ -448,3 +448,52 @@ def test_factory_picks_the_backend(tmp_path: Path) -> None:
     )
     assert isinstance(local, QdrantVectorStore) and local.backend == "qdrant"
     local.close()
+
+
+# --- keyword (BM25 sparse) channel ----------------------------------------------------------
+def text_point(
+    n: int, text: str, vector: list[float] | None = None, rev: int = 1, **payload: object
+) -> VectorPoint:
+    return VectorPoint(id=uid(n), vector=vector, payload={"rev": rev, **payload}, text=text)
+
+
+def test_keyword_search_ranks_by_bm25_and_filters(store: VectorStore) -> None:
+    store.upsert(
+        [
+            text_point(1, "the deploy pipeline failed on friday", tags=["ops"]),
+            text_point(2, "postgres replication lag during the deploy", tags=["db"]),
+            text_point(3, "lunch plans for friday", tags=["ops"]),
+            text_point(4, "postgres postgres vacuum settings", tags=["db"]),
+        ]
+    )
+    hits = store.keyword_search("postgres deploy", 10)
+    assert [h.id for h in hits][:1] == [uid(2)]  # the only memory with both words
+    assert {h.id for h in hits} == {uid(1), uid(2), uid(4)}
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    scoped = store.keyword_search("postgres deploy", 10, Filter(must=(Match("tags", ("ops",)),)))
+    assert [h.id for h in scoped] == [uid(1)]
+    assert store.keyword_search("the of and", 10) == []  # only stopwords: nothing to match
+
+
+def test_idf_scope_changes_word_weights(store: VectorStore) -> None:
+    # "alpha" is common in scope A and rare in scope B; scoped IDF must reflect that.
+    points = [text_point(n, "alpha beta" if n < 4 else "alpha", tags=["a"]) for n in range(1, 5)]
+    points += [text_point(n, "alpha gamma" if n == 10 else "gamma", tags=["b"]) for n in range(10, 14)]
+    store.upsert(points)
+    scope_b = Filter(must=(Match("tags", ("b",)),))
+    scoped = store.keyword_search("alpha gamma", 10, scope_b, idf_scope=scope_b)
+    assert scoped[0].id == uid(10)
+    assert scoped[0].score > store.keyword_search("alpha gamma", 10, scope_b)[0].score
+
+
+def test_points_without_dense_vector(store: VectorStore) -> None:
+    store.upsert(
+        [text_point(1, "only words so far"), text_point(2, "words and a vector", vector=[1, 0, 0, 0])]
+    )
+    assert store.count() == 2
+    assert [h.id for h in store.search([1, 0, 0, 0], 10)] == [uid(2)]  # dense search skips vectorless points
+    assert {h.id for h in store.keyword_search("words", 10)} == {uid(1), uid(2)}
+    store.upsert([text_point(1, "only words so far", vector=[0, 1, 0, 0], rev=2)])
+    [record] = store.retrieve([uid(1)], with_vectors=True)
+    assert record.vector is not None and abs(record.vector[1] - 1) < 1e-6
+    assert {h.id for h in store.keyword_search("words", 10)} == {uid(1), uid(2)}

@@ -61,9 +61,9 @@ def health() -> tuple[Response, int]:
     drift = None
     if counts is not None and vector_count is not None:
         drift = {
-            "graph_embedded": counts["with_embedding"],
+            "graph_memories": counts["total"],
             "vector_points": vector_count,
-            "difference": counts["with_embedding"] - vector_count,
+            "difference": counts["total"] - vector_count,
             "embedding_pending": counts["embedding_pending"],
         }
     warnings = list(svc.warnings)

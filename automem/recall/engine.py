@@ -129,10 +129,8 @@ class RecallEngine:
                 vector = self.pool.submit(
                     self._timed, timer, "vector", self._vector, query_vector, flt, fetch
                 )
-        if q.query:
-            keyword = self.pool.submit(
-                self._timed, timer, "keyword", self.svc.graph.keyword_search, q.query, flt, fetch
-            )
+        if q.query and self.svc.vectors is not None:
+            keyword = self.pool.submit(self._timed, timer, "keyword", self._keyword, q.query, flt, fetch)
         for name, future in (("vector", vector), ("keyword", keyword)):
             if future is not None:
                 hits = self._collect(name, future, degraded)
@@ -151,6 +149,11 @@ class RecallEngine:
     def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[tuple[str, float]]:
         assert self.svc.vectors is not None
         return [(h.id, h.score) for h in self.svc.vectors.search(query_vector, fetch, flt.vector_filter())]
+
+    def _keyword(self, text: str, flt: RecallFilter, fetch: int) -> list[tuple[str, float]]:
+        assert self.svc.vectors is not None
+        hits = self.svc.vectors.keyword_search(text, fetch, flt.vector_filter(), flt.idf_scope())
+        return [(h.id, h.score) for h in hits]
 
     @staticmethod
     def _timed(timer: Timer, name: str, fn: Callable[..., T], *args: Any) -> T:

@@ -90,6 +90,14 @@ class RecallFilter:
         must_not: list[Condition] = [Match("tag_prefixes", self.exclude_tags)] if self.exclude_tags else []
         return Filter(must=tuple(must), must_not=tuple(must_not))
 
+    def idf_scope(self) -> Filter:
+        """Where word rarity is measured: the tenant and tag scope, not the time window or state
+        (a narrow window should not make every word look rare)."""
+        must: list[Condition] = [Match("tenant", (self.tenant,))]
+        if self.tags:
+            must.append(Match(self.tag_field, self.tags))
+        return Filter(must=tuple(must))
+
     def _state_conditions(self) -> list[Condition]:
         if self.state_mode == "history":
             return [Filter(must_not=(Match("state", ("deleted",)),))]

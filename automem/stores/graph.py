@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -126,8 +125,6 @@ class GraphStore:
         for prop in _RANGE_INDEXES:
             if ("range", prop) not in existing:
                 self._create_index(f"CREATE INDEX FOR (m:Memory) ON (m.{prop})")
-        if ("fulltext", "content") not in existing:
-            self._create_index("CALL db.idx.fulltext.createNodeIndex('Memory', 'content')")
 
     def _existing_indexes(self) -> set[tuple[str, str]]:
         found: set[tuple[str, str]] = set()
@@ -352,14 +349,9 @@ class GraphStore:
         """
         return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit})]
 
-    def embedded_revs(self, after: str, limit: int) -> list[tuple[str, int]]:
-        """(id, rev) of memories that have an embedding, in id order after `after`: what the
-        vector store must mirror."""
-        cypher = """
-        MATCH (m:Memory)
-        WHERE m.id > $after AND m.embedding_hash IS NOT NULL
-        RETURN m.id, m.rev ORDER BY m.id LIMIT $limit
-        """
+    def revs_page(self, after: str, limit: int) -> list[tuple[str, int]]:
+        """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""
+        cypher = "MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.rev ORDER BY m.id LIMIT $limit"
         return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
 
     def iter_ids(self, page: int = 1000) -> Iterator[str]:
@@ -492,20 +484,6 @@ class GraphStore:
         rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
         return [{**dict(doc), "hops": hops} for doc, hops in rows]
 
-    def keyword_search(self, text: str, flt: RecallFilter, limit: int) -> list[tuple[str, float]]:
-        """Full-text (BM25-class) matches of any query word, filtered, best first."""
-        words = _query_words(text)
-        if not words:
-            return []
-        where, params = self.filter_clause(flt)
-        cypher = f"""
-        CALL db.idx.fulltext.queryNodes('Memory', $q) YIELD node AS m, score
-        WHERE {where}
-        RETURN m.id, score ORDER BY score DESC LIMIT $limit
-        """
-        rows = self._ro(cypher, {**params, "q": " | ".join(words), "limit": limit})
-        return [(mid, float(score)) for mid, score in rows]
-
     def degrees(self, ids: Sequence[str]) -> dict[str, int]:
         cypher = """
         MATCH (m:Memory) WHERE m.id IN $ids
@@ -524,11 +502,3 @@ class GraphStore:
         """
         rows = self._query(cypher, {"ids": list(ids), "at": at}).result_set
         return int(rows[0][0]) if rows else 0
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def _query_words(text: str) -> list[str]:
-    """Query words only: the full-text syntax characters never reach the index."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) > 1))

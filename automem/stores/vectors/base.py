@@ -63,9 +63,12 @@ Condition = Match | Range | IsNull | HasId | Filter
 
 @dataclass(frozen=True)
 class VectorPoint:
+    """One memory: its dense vector (None until embedded) and the text its keyword index holds."""
+
     id: str
-    vector: list[float]
+    vector: list[float] | None
     payload: dict[str, Any] = field(default_factory=dict)
+    text: str | None = None
 
     @property
     def rev(self) -> int:
@@ -139,6 +142,13 @@ class VectorStore(abc.ABC):
         """Nearest points by cosine similarity, best first, with the filter applied in the engine."""
 
     @abc.abstractmethod
+    def keyword_search(
+        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+    ) -> list[VectorHit]:
+        """BM25 matches of `text`, best first, filtered in the engine; IDF is computed over the
+        points matching `idf_scope` (the whole collection when None)."""
+
+    @abc.abstractmethod
     def count(self, flt: Filter | None = None) -> int:
         """Exact number of points matching the filter."""
 
@@ -192,8 +202,8 @@ def group_by_rev(points: Sequence[VectorPoint]) -> list[tuple[int, list[VectorPo
     return sorted(groups.items())
 
 
-def check_dimension(vector: Sequence[float], dimension: int | None) -> None:
-    if len(vector) != dimension:
+def check_dimension(vector: Sequence[float] | None, dimension: int | None) -> None:
+    if vector is not None and len(vector) != dimension:
         raise DimensionMismatch(
             f"vector of dimension {len(vector)} for a collection of dimension {dimension}"
         )

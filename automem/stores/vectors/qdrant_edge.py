@@ -41,6 +41,7 @@ from automem.stores.vectors.base import (
     group_by_rev,
     latest_per_id,
 )
+from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
 
 _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
     "keyword": qe.PayloadSchemaType.Keyword,
@@ -64,6 +65,7 @@ class EdgeVectorStore(VectorStore):
         self.path = path
         self._shard: qe.EdgeShard | None = None
         self._dimension: int | None = None
+        self.encoder = Bm25Encoder()
         # One lock for every shard call: parallel calls gain nothing (measured: 8 threads run
         # queries no faster than one), and the lock keeps close/drop from racing a running call.
         self._lock = threading.RLock()
@@ -105,8 +107,17 @@ class EdgeVectorStore(VectorStore):
 
     def _create(self, dimension: int) -> qe.EdgeShard:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine))
+        config = qe.EdgeConfig(
+            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
         return qe.EdgeShard.create(self.path, config)
+
+    def _ensure_sparse(self, shard: qe.EdgeShard) -> None:
+        """Shards created before the keyword channel lack the sparse vector: add it."""
+        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
+        if SPARSE_NAME not in (config.get("sparse_vectors") or {}):
+            shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE_NAME, modifier=qe.Modifier.Idf))
 
     def ensure_collection(self, dimension: int) -> None:
         with self._lock:
@@ -119,6 +130,7 @@ class EdgeVectorStore(VectorStore):
                     f"the Qdrant Edge shard at {self.path} holds {self._dimension}-dimensional vectors, "
                     f"not {dimension}"
                 )
+            self._ensure_sparse(shard)
             self._ensure_indexes(shard)
 
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
@@ -166,7 +178,7 @@ class EdgeVectorStore(VectorStore):
             # first is applied, so a bad id fails the call without a partial write.
             operations = [
                 qe.UpdateOperation.upsert_points(
-                    [qe.Point(_uuid(p.id), list(p.vector), p.payload) for p in group],
+                    [qe.Point(_uuid(p.id), self._vectors(p), p.payload) for p in group],
                     condition=_older_than(rev),
                 )
                 for rev, group in group_by_rev(latest_per_id(points))
@@ -175,6 +187,14 @@ class EdgeVectorStore(VectorStore):
             # flush per call costs ~9 ms, so segments are flushed on close() only.
             for operation in operations:
                 shard.update(operation)
+
+    def _vectors(self, point: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {}
+        if point.vector is not None:
+            vectors[""] = list(point.vector)
+        if point.text:
+            vectors[SPARSE_NAME] = self.encoder.document(point.text)
+        return vectors
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -212,6 +232,26 @@ class EdgeVectorStore(VectorStore):
                 query=qe.Query.Nearest(list(vector)),
                 filter=_filter(flt),
                 score_threshold=score_threshold,
+                with_payload=True,
+            )
+            hits = shard.query(request)
+        return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
+
+    def keyword_search(
+        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+    ) -> list[VectorHit]:
+        query = self.encoder.query(text)
+        if not query.indices or limit <= 0:
+            return []
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return []
+            request = qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(query, using=SPARSE_NAME),
+                filter=_filter(flt),
+                params=qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope))) if idf_scope else None,
                 with_payload=True,
             )
             hits = shard.query(request)

@@ -36,6 +36,7 @@ from automem.stores.vectors.base import (
     group_by_rev,
     latest_per_id,
 )
+from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
 
 T = TypeVar("T")
 
@@ -61,6 +62,7 @@ class QdrantVectorStore(VectorStore):
         self.client = client
         self.collection = collection
         self._dimension: int | None = None
+        self.encoder = Bm25Encoder()
         options = client.init_options
         self._local = options.get("path") is not None or options.get("location") == ":memory:"
         # Local mode is plain Python state with no locking of its own; the server needs none.
@@ -114,12 +116,25 @@ class QdrantVectorStore(VectorStore):
                     f"the Qdrant collection {self.collection!r} holds {existing}-dimensional vectors, "
                     f"not {dimension}"
                 )
+            self._ensure_sparse()
             self._ensure_indexes()
+
+    def _ensure_sparse(self) -> None:
+        """Collections created before the keyword channel lack the sparse vector: add it."""
+        sparse = self.client.get_collection(self.collection).config.params.sparse_vectors or {}
+        if SPARSE_NAME not in sparse:
+            self.client.update_collection(
+                self.collection,
+                sparse_vectors_config={SPARSE_NAME: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+            )
 
     def _create(self, dimension: int) -> None:
         params = qm.VectorParams(size=dimension, distance=qm.Distance.COSINE)
+        sparse = {SPARSE_NAME: qm.SparseVectorParams(modifier=qm.Modifier.IDF)}
         try:
-            self.client.create_collection(self.collection, vectors_config=params)
+            self.client.create_collection(
+                self.collection, vectors_config=params, sparse_vectors_config=sparse
+            )
         except UnexpectedResponse as exc:
             # Another process created it between our check and our create: fine, it is checked next.
             if exc.status_code != 409:
@@ -181,7 +196,7 @@ class QdrantVectorStore(VectorStore):
             qm.UpsertOperation(
                 upsert=qm.PointsList(
                     points=[
-                        qm.PointStruct(id=_uuid(p.id), vector=list(p.vector), payload=p.payload)
+                        qm.PointStruct(id=_uuid(p.id), vector=self._vectors(p), payload=p.payload)
                         for p in group
                     ],
                     update_filter=_older_than(rev),
@@ -194,6 +209,15 @@ class QdrantVectorStore(VectorStore):
                 self.client.batch_update_points(self.collection, operations, wait=True)
         except _CollectionMissing as exc:
             raise ConfigurationError(f"the Qdrant collection {self.collection!r} is gone") from exc
+
+    def _vectors(self, point: VectorPoint) -> dict[str, Any]:
+        vectors: dict[str, Any] = {}
+        if point.vector is not None:
+            vectors[""] = list(point.vector)
+        if point.text:
+            weights = self.encoder.document(point.text)
+            vectors[SPARSE_NAME] = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
+        return vectors
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
@@ -232,6 +256,34 @@ class QdrantVectorStore(VectorStore):
                 query_filter=_filter(flt),
                 limit=limit,
                 score_threshold=score_threshold,
+                with_payload=True,
+            ),
+        )
+        if response is None:
+            return []
+        return [
+            VectorHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
+            for p in response.points
+        ]
+
+    def keyword_search(
+        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+    ) -> list[VectorHit]:
+        weights = self.encoder.query(text)
+        if not weights.indices or limit <= 0:
+            return []
+        query = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
+        corpus = _filter(idf_scope)
+        params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus)) if corpus else None
+        response = self._read_or(
+            None,
+            lambda: self.client.query_points(
+                self.collection,
+                query=query,
+                using=SPARSE_NAME,
+                query_filter=_filter(flt),
+                search_params=params,
+                limit=limit,
                 with_payload=True,
             ),
         )
