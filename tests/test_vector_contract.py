@@ -7,6 +7,7 @@ no Qdrant package is imported by the tests.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import uuid
@@ -469,7 +470,7 @@ def test_keyword_search_ranks_by_bm25_and_filters(store: VectorStore) -> None:
     hits = store.keyword_search("postgres deploy", 10)
     assert [h.id for h in hits][:1] == [uid(2)]  # the only memory with both words
     assert {h.id for h in hits} == {uid(1), uid(2), uid(4)}
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
     scoped = store.keyword_search("postgres deploy", 10, Filter(must=(Match("tags", ("ops",)),)))
     assert [h.id for h in scoped] == [uid(1)]
     assert store.keyword_search("the of and", 10) == []  # only stopwords: nothing to match
