@@ -20,6 +20,7 @@ import redis
 
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
+from automem.timeutil import parse_iso
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class VectorSync:
         assert self.vectors is not None
         points = [
             VectorPoint(
-                id=doc["id"], vector=_embedding(doc), payload=payload_for(doc), text=doc.get("content")
+                id=doc["id"], vector=_embedding(doc), payload=payload_for(doc), text=keyword_text(doc)
             )
             for doc in docs
         ]
@@ -197,6 +198,17 @@ class VectorSync:
             return int(self.redis.xlen(STREAM))
         except redis.exceptions.RedisError:
             return -1
+
+
+def keyword_text(doc: dict[str, Any]) -> str:
+    """What the keyword index holds: the content and its event date in words ("8 May 2023"),
+    so a query naming a day, month or year matches memories of that time."""
+    content = str(doc.get("content") or "")
+    try:
+        moment = parse_iso(str(doc.get("timestamp")))
+    except ValueError:
+        return content
+    return f"{content} {moment.day} {moment.strftime('%B')} {moment.year}"
 
 
 def _embedding(doc: dict[str, Any]) -> list[float] | None:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from automem.errors import InvalidInput
-from automem.memories import DEFAULT_TENANT, public_memory
+from automem.memories import DEFAULT_TENANT, content_hash, public_memory
 from automem.recall.expansion import expand
 from automem.recall.filters import RecallFilter
 from automem.recall.fusion import Candidate, CandidatePool, final_scores, match_type, ranked, relevance
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 RELATION_TYPES = tuple(t for t in ALL_TYPES if t != "MENTIONS")
+Hit = tuple[str, float, dict[str, Any]]
+FINAL_MARGIN = 2  # candidates checked against the graph per result slot
 
 
 class Timer:
@@ -105,7 +107,7 @@ class RecallEngine:
                 resolve_current(self.svc.graph, pool, flt, self._hydrate_ids)
         with timer.stage("rank"):
             final_scores(pool, tuple(flt_context(q)), listing)
-            results = self._cut(pool, q)
+            results = self._cut(pool, q, flt)
         with timer.stage("relations"):
             relations = self.svc.graph.edges_of([c.id for c in results], RELATION_TYPES, q.relation_limit)
         self._record_access([c.id for c in results])
@@ -120,8 +122,8 @@ class RecallEngine:
         timer: Timer,
         degraded: list[str],
     ) -> None:
-        vector: Future[list[tuple[str, float]]] | None = None
-        keyword: Future[list[tuple[str, float]]] | None = None
+        vector: Future[list[Hit]] | None = None
+        keyword: Future[list[Hit]] | None = None
         if self.svc.vectors is not None:
             with timer.stage("embed"):
                 query_vector = self._query_vector(q, degraded)
@@ -146,14 +148,17 @@ class RecallEngine:
             degraded.append("embedding")
             return None
 
-    def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[tuple[str, float]]:
+    def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[Hit]:
         assert self.svc.vectors is not None
-        return [(h.id, h.score) for h in self.svc.vectors.search(query_vector, fetch, flt.vector_filter())]
+        return [
+            (h.id, h.score, h.payload)
+            for h in self.svc.vectors.search(query_vector, fetch, flt.vector_filter())
+        ]
 
-    def _keyword(self, text: str, flt: RecallFilter, fetch: int) -> list[tuple[str, float]]:
+    def _keyword(self, text: str, flt: RecallFilter, fetch: int) -> list[Hit]:
         assert self.svc.vectors is not None
         hits = self.svc.vectors.keyword_search(text, fetch, flt.vector_filter(), flt.idf_scope())
-        return [(h.id, h.score) for h in hits]
+        return [(h.id, h.score, h.payload) for h in hits]
 
     @staticmethod
     def _timed(timer: Timer, name: str, fn: Callable[..., T], *args: Any) -> T:
@@ -163,9 +168,9 @@ class RecallEngine:
     def _collect(
         self,
         name: str,
-        future: Future[list[tuple[str, float]]],
+        future: Future[list[Hit]],
         degraded: list[str],
-    ) -> list[tuple[str, float]]:
+    ) -> list[Hit]:
         try:
             return future.result(timeout=self.svc.settings.recall_channel_timeout_seconds)
         except FutureTimeout:
@@ -182,32 +187,46 @@ class RecallEngine:
             pool.get(doc["id"]).doc = doc
 
     def _hydrate(self, pool: CandidatePool, flt: RecallFilter) -> None:
+        """Give every candidate a memory to rank on (its payload, else the graph's) and filter it."""
         missing = [c.id for c in pool.values() if c.doc is None]
         docs = self._hydrate_ids(missing)
         for candidate in pool.values():
             if candidate.doc is None:
                 candidate.doc = docs.get(candidate.id)
-        # The filter again, over the graph's truth: a payload may lag the graph by a moment.
         for candidate in pool.values():
             if candidate.doc is None or not flt.matches(candidate.doc):
                 pool.by_id.pop(candidate.id, None)
 
+    def _confirm(self, ranked_candidates: list[Candidate], flt: RecallFilter) -> list[Candidate]:
+        """Swap payload copies for the graph's memory and filter again: a payload may lag the
+        graph by a moment, and only the graph's truth is answered."""
+        pending = [c.id for c in ranked_candidates if not c.from_graph]
+        docs = self._hydrate_ids(pending)
+        confirmed = []
+        for candidate in ranked_candidates:
+            if not candidate.from_graph:
+                candidate.doc, candidate.from_graph = docs.get(candidate.id), True
+            if candidate.doc is not None and flt.matches(candidate.doc):
+                confirmed.append(candidate)
+        return confirmed
+
     def _hydrate_ids(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         return {d["id"]: d for d in self.svc.graph.get_memories(ids)} if ids else {}
 
-    def _cut(self, pool: CandidatePool, q: RecallQuery) -> list[Candidate]:
+    def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
+        """The best `limit` distinct memories at or above `min_score`, confirmed by the graph."""
+        ordered = [c for c in ranked(pool.values(), q.sort) if c.score >= q.min_score]
+        out: list[Candidate] = []
         seen_content: set[str] = set()
-        out = []
-        for candidate in ranked(pool.values(), q.sort):
-            if candidate.score < q.min_score:
-                continue
-            content_key = str((candidate.doc or {}).get("content_hash"))
-            if content_key in seen_content:
-                continue
-            seen_content.add(content_key)
-            out.append(candidate)
-            if len(out) == q.limit:
-                break
+        start = 0
+        while len(out) < q.limit and start < len(ordered):
+            window = ordered[start : start + q.limit * FINAL_MARGIN]
+            start += len(window)
+            for candidate in self._confirm(window, flt):
+                key = content_hash(str((candidate.doc or {}).get("content", "")))
+                if key not in seen_content and len(out) < q.limit:
+                    seen_content.add(key)
+                    out.append(candidate)
         return out
 
     def _record_access(self, ids: list[str]) -> None:

@@ -27,6 +27,7 @@ class Candidate:
     expanded: float = 0.0  # relevance inherited through graph expansion
     expanded_from: list[dict[str, Any]] = field(default_factory=list)
     doc: dict[str, Any] | None = None
+    from_graph: bool = True  # False while `doc` is the vector payload (a copy that may lag)
     components: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     replaces: str | None = None
@@ -45,9 +46,13 @@ class CandidatePool:
     def __init__(self) -> None:
         self.by_id: dict[str, Candidate] = {}
 
-    def add(self, channel: str, hits: list[tuple[str, float]]) -> None:
-        for rank, (memory_id, score) in enumerate(hits, start=1):
+    def add(self, channel: str, hits: list[tuple[str, float, dict[str, Any]]]) -> None:
+        """Hits as (id, score, payload); the payload serves as the memory until the final cut."""
+        for rank, (memory_id, score, payload) in enumerate(hits, start=1):
             candidate = self.by_id.setdefault(memory_id, Candidate(memory_id))
+            if candidate.doc is None and payload:
+                candidate.doc = {**payload, "id": memory_id}
+                candidate.from_graph = False
             if score > candidate.raw.get(channel, float("-inf")):
                 candidate.raw[channel] = score
                 candidate.rank[channel] = rank

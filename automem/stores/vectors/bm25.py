@@ -3,9 +3,10 @@
 Document weights come from Qdrant Edge's own BM25 model (tokenizer, English stopwords, term
 frequency saturation `k` and length normalisation against `avg_len`); the collection's sparse
 vector applies IDF at query time, over the query's own scope when the adapter is given one.
-Measured on LoCoMo (benchmarks/bm25_backends.md): English stopwords on, stemming off, and the
-model's default `avg_len` of 256 tokens (mild length normalisation for short memories) were best;
-FalkorDB's full-text index ranked far worse and filters only after matching.
+Measured on LoCoMo (benchmarks/bm25_backends.md): English stopwords and stemming on, the event
+date indexed as words, and mild length normalisation for short memories (the model's default
+`avg_len` of 256 tokens) were best; FalkorDB's full-text index ranked far worse (RediSearch's
+TFIDF scorer, not BM25) and can only filter after matching.
 """
 
 from __future__ import annotations
@@ -19,16 +20,8 @@ SPARSE_NAME = "bm25"
 
 class Bm25Encoder:
     def __init__(self, k: float = 1.2, b: float = 0.75, avg_len: float = 256.0) -> None:
-        self._model = qe.Bm25(
-            qe.Bm25Config(
-                k=k,
-                b=b,
-                avg_len=avg_len,
-                language="english",
-                stopwords=qe.Language.English,
-                stemmer=qe.DisabledStemmer(),
-            )
-        )
+        # English stopwords and Snowball stemming: the model's defaults for "english".
+        self._model = qe.Bm25(qe.Bm25Config(k=k, b=b, avg_len=avg_len, language="english"))
         self._lock = threading.Lock()  # the model is not documented as thread-safe
 
     def document(self, text: str) -> qe.SparseVector:
