@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import runpy
 import sys
 from pathlib import Path
 
@@ -107,6 +108,23 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+BENCHMARKS = {"locomo": "locomo.py", "write-path": "write_path.py", "bm25": "bm25_backends.py"}
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run a benchmark script of scripts/bench (a source checkout) with the remaining arguments."""
+    script = ROOT / "scripts" / "bench" / BENCHMARKS[args.name]
+    if not script.exists():
+        raise ConfigurationError(f"{script} not found: benchmarks run from a source checkout")
+    sys.argv = [str(script), *args.rest]
+    sys.path.insert(0, str(ROOT))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="automem", description="Long-term memory service for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")
     st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
     st.set_defaults(func=cmd_settings)
+    bench = sub.add_parser("bench", help="run a benchmark: locomo (recall quality), write-path, bm25")
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
+    bench.set_defaults(func=cmd_bench)
     return parser
 
 
