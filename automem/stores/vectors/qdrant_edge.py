@@ -222,20 +222,19 @@ class EdgeVectorStore(VectorStore):
         flt: Filter | None = None,
         score_threshold: float | None = None,
     ) -> list[VectorHit]:
-        with self._lock:
-            shard = self._open_existing()
-            if shard is None or limit <= 0:
-                return []
-            check_dimension(vector, self._dimension)
-            request = qe.QueryRequest(
+        dimension = self.dimension()
+        if dimension is None or limit <= 0:
+            return []
+        check_dimension(vector, dimension)
+        return self._query(
+            qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(list(vector)),
                 filter=_filter(flt),
                 score_threshold=score_threshold,
                 with_payload=True,
             )
-            hits = shard.query(request)
-        return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
+        )
 
     def keyword_search(
         self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
@@ -243,17 +242,22 @@ class EdgeVectorStore(VectorStore):
         query = self.encoder.query(text)
         if not query.indices or limit <= 0:
             return []
+        params = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope))) if idf_scope else None
+        return self._query(
+            qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(query, using=SPARSE_NAME),
+                filter=_filter(flt),
+                params=params,
+                with_payload=True,
+            )
+        )
+
+    def _query(self, request: qe.QueryRequest) -> list[VectorHit]:
         with self._lock:
             shard = self._open_existing()
             if shard is None:
                 return []
-            request = qe.QueryRequest(
-                limit=limit,
-                query=qe.Query.Nearest(query, using=SPARSE_NAME),
-                filter=_filter(flt),
-                params=qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope))) if idf_scope else None,
-                with_payload=True,
-            )
             hits = shard.query(request)
         return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
 

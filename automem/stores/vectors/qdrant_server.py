@@ -248,16 +248,13 @@ class QdrantVectorStore(VectorStore):
         if dimension is None or limit <= 0:
             return []
         check_dimension(vector, dimension)
+        return self._query(
+            query=list(vector), query_filter=_filter(flt), limit=limit, score_threshold=score_threshold
+        )
+
+    def _query(self, **request: Any) -> list[VectorHit]:
         response = self._read_or(
-            None,
-            lambda: self.client.query_points(
-                self.collection,
-                query=list(vector),
-                query_filter=_filter(flt),
-                limit=limit,
-                score_threshold=score_threshold,
-                with_payload=True,
-            ),
+            None, lambda: self.client.query_points(self.collection, with_payload=True, **request)
         )
         if response is None:
             return []
@@ -275,24 +272,9 @@ class QdrantVectorStore(VectorStore):
         query = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
         corpus = _filter(idf_scope)
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus)) if corpus else None
-        response = self._read_or(
-            None,
-            lambda: self.client.query_points(
-                self.collection,
-                query=query,
-                using=SPARSE_NAME,
-                query_filter=_filter(flt),
-                search_params=params,
-                limit=limit,
-                with_payload=True,
-            ),
+        return self._query(
+            query=query, using=SPARSE_NAME, query_filter=_filter(flt), search_params=params, limit=limit
         )
-        if response is None:
-            return []
-        return [
-            VectorHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-            for p in response.points
-        ]
 
     def count(self, flt: Filter | None = None) -> int:
         result = self._read_or(
