@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 RELATION_TYPES = tuple(t for t in ALL_TYPES if t != "MENTIONS")
 Hit = tuple[str, float, dict[str, Any]]
-FINAL_MARGIN = 2  # candidates checked against the graph per result slot
+FINAL_SPARE = 3  # extra candidates confirmed against the graph, for duplicates and lagging payloads
 
 
 class Timer:
@@ -220,7 +220,7 @@ class RecallEngine:
         seen_content: set[str] = set()
         start = 0
         while len(out) < q.limit and start < len(ordered):
-            window = ordered[start : start + q.limit * FINAL_MARGIN]
+            window = ordered[start : start + q.limit + FINAL_SPARE]
             start += len(window)
             for candidate in self._confirm(window, flt):
                 key = content_hash(str((candidate.doc or {}).get("content", "")))
