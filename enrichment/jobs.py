@@ -54,6 +54,15 @@ def reconcile(page: int = 500) -> dict[str, Any]:
     return {"queued": queued, "vectors_repaired": repaired}
 
 
-def record_access(memory_ids: list[str], at: str) -> int:
-    """Update last_accessed and access_count of recalled memories."""
-    return current_services().graph.touch(memory_ids, at)
+def flush_access(batch: int = 5000) -> int:
+    """Apply logged recall accesses: last_accessed and access_count, one graph write per batch."""
+    svc = current_services()
+    applied = 0
+    while entries := svc.jobs.take_access_log(batch):
+        latest: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for memory_id, at in entries:
+            latest[memory_id] = max(at, latest.get(memory_id, ""))
+            counts[memory_id] = counts.get(memory_id, 0) + 1
+        applied += svc.graph.touch([{"id": i, "at": latest[i], "n": counts[i]} for i in latest])
+    return applied

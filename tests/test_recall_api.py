@@ -301,3 +301,19 @@ def test_related(api: Api, corpus: dict[str, str]) -> None:
     assert api.get(f"/memories/{uuid.uuid4()}/related").status_code == 404
     assert api.get(f"/memories/{corpus['pg']}/related?max_depth=4").status_code == 400
     assert api.get(f"/memories/{corpus['pg']}/related?relationship_types=NOPE").status_code == 400
+
+
+def test_access_bookkeeping_happens_off_the_request_path(api: Api, services: Services, jobs: Any) -> None:
+    memory_id = store(api, "Grafana dashboards live in the ops folder", tags=["acc"])
+    jobs()
+    before = services.graph.get_memory(memory_id)
+    assert before is not None
+    for _ in range(2):
+        assert recall(api, query="Grafana dashboards", tags=["acc"])["results"][0]["id"] == memory_id
+    unchanged = services.graph.get_memory(memory_id)
+    assert unchanged is not None and unchanged["last_accessed"] == before["last_accessed"]  # not yet
+    jobs()
+    counted = services.graph._ro(
+        "MATCH (m:Memory {id: $id}) RETURN m.access_count, m.last_accessed, m.version", {"id": memory_id}
+    )[0]
+    assert counted[0] == 2 and counted[1] > before["last_accessed"] and counted[2] == before["version"]

@@ -492,13 +492,16 @@ class GraphStore:
         """
         return {mid: int(n) for mid, n in self._ro(cypher, {"ids": list(ids)})}
 
-    def touch(self, ids: Sequence[str], at: str) -> int:
-        """Record an access: newest last_accessed wins, access_count grows; no version bump."""
+    def touch(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Record accesses {id, at, n}: the newest last_accessed wins, access_count grows by n;
+        no version or rev bump (reading a memory does not change it)."""
         cypher = """
-        MATCH (m:Memory) WHERE m.id IN $ids
-        SET m.access_count = coalesce(m.access_count, 0) + 1,
-            m.last_accessed = CASE WHEN coalesce(m.last_accessed, '') < $at THEN $at ELSE m.last_accessed END
+        UNWIND $rows AS r
+        MATCH (m:Memory {id: r.id})
+        SET m.access_count = coalesce(m.access_count, 0) + r.n,
+            m.last_accessed = CASE WHEN coalesce(m.last_accessed, '') < r.at
+                                   THEN r.at ELSE m.last_accessed END
         RETURN count(m)
         """
-        rows = self._query(cypher, {"ids": list(ids), "at": at}).result_set
-        return int(rows[0][0]) if rows else 0
+        result = self._query(cypher, {"rows": list(rows)}).result_set
+        return int(result[0][0]) if result else 0

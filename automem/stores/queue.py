@@ -20,6 +20,8 @@ from automem.settings import Settings
 log = logging.getLogger(__name__)
 
 QUEUE_NAMES = ("embed", "enrich", "maintenance")
+ACCESS_LOG = "automem:access-log"
+ACCESS_FLUSH_PENDING = "automem:access-flush-pending"
 _ACTIVE = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
 
 
@@ -63,10 +65,24 @@ class JobQueue:
         return self._enqueue("embed", "enrichment.jobs.embed_memories", f"embed-{digest}", list(memory_ids))
 
     def enqueue_access(self, memory_ids: Sequence[str], at: str) -> None:
-        """Access bookkeeping for recalled memories (not retried: losing one is harmless)."""
-        self.queues["maintenance"].enqueue(
-            "enrichment.jobs.record_access", list(memory_ids), at, result_ttl=0, failure_ttl=3600
-        )
+        """Log recalled ids and make sure one flush job is pending: a recall costs two cheap Redis
+        commands, and the worker applies many accesses in one graph write."""
+        pipe = self.connection.pipeline(transaction=False)
+        pipe.rpush(ACCESS_LOG, *(f"{memory_id}|{at}" for memory_id in memory_ids))
+        pipe.set(ACCESS_FLUSH_PENDING, "1", nx=True, ex=300)
+        _, claimed = pipe.execute()
+        if claimed:
+            self.queues["maintenance"].enqueue(
+                "enrichment.jobs.flush_access", job_id="access-flush", result_ttl=0, failure_ttl=3600
+            )
+
+    def take_access_log(self, batch: int) -> list[tuple[str, str]]:
+        """Pop up to `batch` logged accesses as (memory_id, at); releases the flush claim first so
+        accesses logged meanwhile schedule the next flush."""
+        self.connection.delete(ACCESS_FLUSH_PENDING)
+        raw = self.connection.lpop(ACCESS_LOG, batch) or []
+        entries = [item.decode() if isinstance(item, bytes) else str(item) for item in raw]
+        return [tuple(entry.split("|", 1)) for entry in entries if "|" in entry]  # type: ignore[misc]
 
     def depths(self) -> dict[str, int]:
         out: dict[str, int] = {}
