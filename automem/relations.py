@@ -18,6 +18,8 @@ AUTHORABLE: dict[str, tuple[str, ...]] = {
 }
 SYSTEM = ("SIMILAR_TO", "PRECEDED_BY", "DISCOVERED", "MENTIONS")
 ALL_TYPES = (*AUTHORABLE, *SYSTEM)
+# Edges between two memories (MENTIONS goes from a memory to an :Entity node).
+MEMORY_LINKS = tuple(t for t in ALL_TYPES if t != "MENTIONS")
 # (old)-[:INVALIDATED_BY|EVOLVED_INTO]->(new): old is replaced by new.
 SUPERSEDING = ("INVALIDATED_BY", "EVOLVED_INTO")
 DEFAULT_STRENGTH = 0.5

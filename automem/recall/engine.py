@@ -1,10 +1,11 @@
 """Recall: gather candidates from every channel, fuse them once, resolve state, answer.
 
 Stages (each timed into `timings_ms`): embed the query → vector and keyword channels in
-parallel (or the listing channel when there is no query) → fusion → hydrate from the graph and
-apply the filter again → graph expansion (ranked with the seeds) → current-state resolution →
-final scores and cut → relations. A channel that fails or exceeds its time budget is left out
-and named in `degraded`; the request still answers.
+parallel (or the listing channel when there is no query) → fusion → hydrate (candidates rank on
+their vector payloads; others are read from the graph) and filter → graph expansion (ranked with
+the seeds) → current-state resolution → final scores, and the cut, which reads only the final
+candidates from the graph and filters them again → relations. A channel that fails or exceeds
+its time budget is left out and named in `degraded`; the request still answers.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ from automem.recall.fusion import Candidate, CandidatePool, final_scores, match_
 from automem.recall.query import RecallQuery
 from automem.recall.state import resolve_current
 from automem.recall.timeparse import resolve_window
-from automem.relations import ALL_TYPES, SYSTEM
+from automem.relations import MEMORY_LINKS, SYSTEM
 from automem.services import Services
+from automem.tags import canonical_prefix
 from automem.timeutil import now_iso
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-RELATION_TYPES = tuple(t for t in ALL_TYPES if t != "MENTIONS")
 Hit = tuple[str, float, dict[str, Any]]
 FINAL_SPARE = 3  # extra candidates confirmed against the graph, for duplicates and lagging payloads
 
@@ -109,7 +110,7 @@ class RecallEngine:
             final_scores(pool, tuple(flt_context(q)), listing)
             results = self._cut(pool, q, flt)
         with timer.stage("relations"):
-            relations = self.svc.graph.edges_of([c.id for c in results], RELATION_TYPES, q.relation_limit)
+            relations = self.svc.graph.edges_of([c.id for c in results], MEMORY_LINKS, q.relation_limit)
         self._record_access([c.id for c in results])
         return self._response(q, flt, results, relations, timer, degraded, listing)
 
@@ -269,8 +270,6 @@ class RecallEngine:
 
 
 def flt_context(q: RecallQuery) -> list[str]:
-    from automem.tags import canonical_prefix
-
     return [canonical_prefix(t) for t in q.context_tags]
 
 

@@ -15,14 +15,13 @@ from typing import Any
 from automem.recall.filters import RecallFilter
 from automem.recall.fusion import CandidatePool
 from automem.recall.query import RecallQuery
-from automem.relations import ALL_TYPES, DEFAULT_STRENGTH
+from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
 
 SEEDS = 10
 DECAY = 0.7
 # Authored edges carry intent; system edges (similarity, sequence) are weaker evidence.
 TYPE_WEIGHTS = {"SIMILAR_TO": 0.6, "PRECEDED_BY": 0.6, "DISCOVERED": 0.5}
-EXPANDABLE = tuple(t for t in ALL_TYPES if t != "MENTIONS")
 
 
 def expand(
@@ -35,7 +34,7 @@ def expand(
     if not q.expand_relations or q.relation_limit == 0 or q.expansion_limit == 0 or not len(pool):
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
-    edges = graph.edges_of([s.id for s in seeds], EXPANDABLE, q.relation_limit)
+    edges = graph.edges_of([s.id for s in seeds], MEMORY_LINKS, q.relation_limit)
     offers = _offers(
         seeds_relevance={s.id: s.components.get("relevance", 0.0) for s in seeds},
         edges=edges,
