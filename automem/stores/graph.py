@@ -55,9 +55,17 @@ MEMORY_FIELDS = (
 )
 
 
+def _fields(embedding: bool) -> tuple[str, ...]:
+    return (*MEMORY_FIELDS, "embedding") if embedding else MEMORY_FIELDS
+
+
 def _projection(alias: str = "m", embedding: bool = False) -> str:
-    fields = (*MEMORY_FIELDS, "embedding") if embedding else MEMORY_FIELDS
-    return f"{alias} {{" + ", ".join(f".{f}" for f in fields) + "}"
+    """Memory properties as columns (the client parses columns ~2x faster than a map)."""
+    return ", ".join(f"{alias}.{f}" for f in _fields(embedding))
+
+
+def _doc(row: Sequence[Any], embedding: bool = False) -> dict[str, Any]:
+    return dict(zip(_fields(embedding), row, strict=False))
 
 
 _PROJECTION = _projection()
@@ -217,7 +225,7 @@ class GraphStore:
             "embedding": embedding,
         }
         rows = self._query(cypher, params).result_set
-        return dict(rows[0][0]) if rows else None
+        return _doc(rows[0]) if rows else None
 
     def soft_delete(
         self,
@@ -235,7 +243,7 @@ class GraphStore:
         rows = self._query(
             cypher, {"id": memory_id, "now": deleted_at, "version": expected_version}
         ).result_set
-        return dict(rows[0][0]) if rows else None
+        return _doc(rows[0]) if rows else None
 
     def purge(self, memory_id: str) -> bool:
         result = self._query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory_id})
@@ -269,13 +277,13 @@ class GraphStore:
         RETURN {_PROJECTION}
         """
         rows = self._ro(cypher, {"id": memory_id, "all": include_deleted})
-        return dict(rows[0][0]) if rows else None
+        return _doc(rows[0]) if rows else None
 
     def get_memories(self, ids: Sequence[str], with_embedding: bool = False) -> list[dict[str, Any]]:
         """Memories by id, deleted ones included (callers decide), in no particular order."""
         projection = _PROJECTION_WITH_EMBEDDING if with_embedding else _PROJECTION
         cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {projection}"
-        return [dict(row[0]) for row in self._ro(cypher, {"ids": list(ids)})]
+        return [_doc(row, with_embedding) for row in self._ro(cypher, {"ids": list(ids)})]
 
     def by_tag(
         self,
@@ -301,7 +309,7 @@ class GraphStore:
         RETURN {_PROJECTION}
         """
         params = {"tags": list(tags), "first": tags[0], "tenant": tenant, "offset": offset, "limit": limit}
-        return [dict(row[0]) for row in self._ro(cypher, params)]
+        return [_doc(row) for row in self._ro(cypher, params)]
 
     def tag_counts(self, prefix: str | None, tenant: str) -> list[tuple[str, int]]:
         """Every tag prefix at or below `prefix` with the number of active memories under it."""
@@ -417,7 +425,7 @@ class GraphStore:
             params["f_scope"] = list(flt.tags)
             head = f"UNWIND $f_scope AS ft MATCH (m:Memory) WHERE ft IN m.{flt.tag_field} WITH DISTINCT m"
         cypher = f"{head} WHERE {where} RETURN {_PROJECTION} ORDER BY {order_by} LIMIT $limit"
-        return [dict(row[0]) for row in self._ro(cypher, {**params, "limit": limit})]
+        return [_doc(row) for row in self._ro(cypher, {**params, "limit": limit})]
 
     def edges_of(
         self,
@@ -482,7 +490,7 @@ class GraphStore:
         LIMIT $limit
         """
         rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
-        return [{**dict(doc), "hops": hops} for doc, hops in rows]
+        return [{**_doc(row[:-1]), "hops": row[-1]} for row in rows]
 
     def degrees(self, ids: Sequence[str]) -> dict[str, int]:
         cypher = """
