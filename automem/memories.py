@@ -199,10 +199,6 @@ class MemoryService:
         self._reject_existing_ids(prepared)
         unique, repeats = self._split_in_batch_duplicates(prepared)
         outcomes = {o.id: o for o in self.graph.create_memories([p.row() for p in unique])}
-        conflicts = [o for o in outcomes.values() if o.status == "conflict"]
-        if conflicts:
-            # Nothing was written for those rows; report them so the client can retry without them.
-            log.info("batch held %d ids that already exist", len(conflicts))
         created = [p for p in unique if outcomes[p.id].status == "created"]
         statuses = self._after_create(created)
         results = []

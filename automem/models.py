@@ -90,6 +90,12 @@ def check_tags(value: Any, settings: Settings) -> list[str]:
     return tags
 
 
+def at_most(value: int, limit: int, name: str) -> int:
+    if value > limit:
+        raise ValueError(f"{name} must be at most {limit}")
+    return value
+
+
 def check_embedding(value: Any) -> list[float] | None:
     if value is None:
         return None
@@ -226,10 +232,7 @@ class ByTagQuery(_Body):
     @field_validator("limit")
     @classmethod
     def _limit(cls, value: int, info: ValidationInfo) -> int:
-        limit = _settings(info).by_tag_max_limit
-        if value > limit:
-            raise ValueError(f"limit must be at most {limit}")
-        return value
+        return at_most(value, _settings(info).by_tag_max_limit, "limit")
 
 
 class TagsQuery(_Body):

@@ -77,9 +77,9 @@ def open_vectors(settings: Settings, dimension: int) -> VectorStore:
     except DimensionMismatch as exc:
         vectors.close()
         raise DimensionMismatch(
-            f"{exc}. The embedding provider now yields {dimension}-dimensional vectors. Run "
-            "`automem reembed` to rebuild the vectors with the new model, or restore the previous "
-            "EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE."
+            f"{exc}. The embedding provider now yields {dimension}-dimensional vectors. Restore the "
+            "previous EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE; moving to a new model "
+            "needs `automem reembed`, which is not implemented yet."
         ) from exc
     return vectors
 

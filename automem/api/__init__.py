@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from flask import Response, current_app, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from automem.errors import AutomemError, InvalidInput
+from automem.errors import InvalidInput
 from automem.idempotency import fingerprint
 from automem.services import Services
 
@@ -53,11 +53,8 @@ def idempotent(view: F) -> F:
             return response, replay.status
         try:
             response, status = view(*args, **kwargs)
-        except AutomemError as exc:
-            # Rejected requests wrote nothing; the client may fix the body and retry with the key.
-            store.abandon(scope, key)
-            raise exc
         except Exception:
+            # A rejected or failed request wrote nothing: release the key so a retry runs for real.
             store.abandon(scope, key)
             raise
         store.finish(scope, key, printed, status, response.get_json())

@@ -107,7 +107,7 @@ class RecallEngine:
             with timer.stage("state"):
                 resolve_current(self.svc.graph, pool, flt, self._hydrate_ids)
         with timer.stage("rank"):
-            final_scores(pool, tuple(flt_context(q)), listing)
+            final_scores(pool, tuple(context_prefixes(q)), listing)
             results = self._cut(pool, q, flt)
         with timer.stage("relations"):
             relations = self.svc.graph.edges_of([c.id for c in results], MEMORY_LINKS, q.relation_limit)
@@ -269,7 +269,7 @@ class RecallEngine:
         }
 
 
-def flt_context(q: RecallQuery) -> list[str]:
+def context_prefixes(q: RecallQuery) -> list[str]:
     return [canonical_prefix(t) for t in q.context_tags]
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from werkzeug.datastructures import MultiDict
 
 from automem.classify import MEMORY_TYPES, canonical_type
-from automem.models import _Body, _settings, check_embedding, check_tags
+from automem.models import _Body, _settings, at_most, check_embedding, check_tags
 from automem.tags import normalize_tags, split_tag_input
 
 # Query-string aliases AutoMem clients send, mapped to our field names.
@@ -65,10 +65,7 @@ class RecallQuery(_Body):
     @field_validator("limit")
     @classmethod
     def _limit(cls, value: int, info: ValidationInfo) -> int:
-        limit = _settings(info).recall_max_limit
-        if value > limit:
-            raise ValueError(f"limit must be at most {limit}")
-        return value
+        return at_most(value, _settings(info).recall_max_limit, "limit")
 
     @field_validator("tags", "exclude_tags", "context_tags", mode="before")
     @classmethod

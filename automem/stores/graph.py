@@ -9,9 +9,8 @@ vector write can never replace a newer one).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -155,10 +154,6 @@ class GraphStore:
             # Another process may have created it between our check and now.
             if "already indexed" not in str(exc).lower():
                 raise
-
-    def drop_graph(self) -> None:
-        with contextlib.suppress(redis.exceptions.ResponseError):  # the graph did not exist
-            self._run(self.graph.delete)
 
     # --- writes -------------------------------------------------------------------------------
     def create_memories(self, rows: Sequence[dict[str, Any]]) -> list[CreateOutcome]:
@@ -361,18 +356,6 @@ class GraphStore:
         """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""
         cypher = "MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.rev ORDER BY m.id LIMIT $limit"
         return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
-
-    def iter_ids(self, page: int = 1000) -> Iterator[str]:
-        after = ""
-        while True:
-            rows = self._ro(
-                "MATCH (m:Memory) WHERE m.id > $after RETURN m.id ORDER BY m.id LIMIT $n",
-                {"after": after, "n": page},
-            )
-            if not rows:
-                return
-            yield from (row[0] for row in rows)
-            after = rows[-1][0]
 
     # --- recall -------------------------------------------------------------------------------
     @staticmethod
