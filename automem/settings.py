@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-GROUPS = ("server", "auth", "stores", "embedding", "limits", "recall", "jobs")
+GROUPS = ("server", "auth", "stores", "embedding", "limits", "recall", "jobs", "llm", "enrichment", "consolidation")
 
 
 def _setting(default: Any, env: str, group: str, help: str, *aliases: str, secret: bool = False) -> Any:
@@ -282,6 +282,150 @@ class Settings(BaseSettings):
         "Memories the shard owner syncs from the graph into the vector store per step.",
     )
 
+    # --- llm ----------------------------------------------------------------------------------
+    llm_base_url: str | None = _setting(
+        None,
+        "AUTOMEM_LLM_BASE_URL",
+        "llm",
+        "Base URL of the OpenAI-compatible chat endpoint used for classification, summaries and "
+        "extraction. Empty: OPENAI_BASE_URL. The LLM is used when this or a key is set.",
+    )
+    llm_api_key: str | None = _setting(
+        None, "AUTOMEM_LLM_API_KEY", "llm", "Key of the chat endpoint. Empty: OPENAI_API_KEY.", secret=True
+    )
+    llm_model: str = _setting(
+        "gpt-4o-mini",
+        "CLASSIFICATION_MODEL",
+        "llm",
+        "Chat model for classification, summarisation and extraction.",
+        "AUTOMEM_LLM_MODEL",
+    )
+    llm_enabled: bool = _setting(
+        True,
+        "AUTOMEM_LLM_ENABLED",
+        "llm",
+        "Use the LLM when one is configured; false keeps every step on rules.",
+    )
+    llm_timeout_seconds: float = _setting(
+        20.0, "AUTOMEM_LLM_TIMEOUT_SECONDS", "llm", "Timeout of one LLM call."
+    )
+    llm_rate_per_minute: int = _setting(
+        60,
+        "AUTOMEM_LLM_RATE_PER_MINUTE",
+        "llm",
+        "LLM calls allowed per minute across all processes (0: unlimited).",
+    )
+    llm_breaker_seconds: int = _setting(
+        300,
+        "AUTOMEM_LLM_BREAKER_SECONDS",
+        "llm",
+        "After a 429 or quota error, LLM calls pause this long (circuit breaker) and LLM jobs wait.",
+    )
+    llm_classify_below: float = _setting(
+        0.6,
+        "AUTOMEM_LLM_CLASSIFY_BELOW",
+        "llm",
+        "Untyped memories whose rule classification is less confident than this are classified by the LLM.",
+    )
+    memory_auto_summarize: bool = _setting(
+        True,
+        "MEMORY_AUTO_SUMMARIZE",
+        "llm",
+        "Summarise content over MEMORY_CONTENT_SOFT_LIMIT with the LLM at write time (original kept in "
+        "metadata).",
+    )
+    memory_summary_target_length: int = _setting(
+        300, "MEMORY_SUMMARY_TARGET_LENGTH", "llm", "Target length in characters of a write-time summary."
+    )
+
+    # --- enrichment ---------------------------------------------------------------------------
+    enrichment_enabled: bool = _setting(
+        True,
+        "ENRICHMENT_ENABLED",
+        "enrichment",
+        "Enrich memories in the background: entities, sequence and similarity links, summary.",
+    )
+    enrichment_similarity_threshold: float = _setting(
+        0.8,
+        "ENRICHMENT_SIMILARITY_THRESHOLD",
+        "enrichment",
+        "Cosine similarity at or above which two memories get SIMILAR_TO edges.",
+    )
+    enrichment_similarity_limit: int = _setting(
+        5, "ENRICHMENT_SIMILARITY_LIMIT", "enrichment", "SIMILAR_TO neighbours per memory."
+    )
+    enrichment_max_entities: int = _setting(
+        12, "ENRICHMENT_MAX_ENTITIES", "enrichment", "Entities kept per memory (the most salient first)."
+    )
+    enrichment_summary_length: int = _setting(
+        240, "ENRICHMENT_SUMMARY_LENGTH", "enrichment", "Characters of the short summary enrichment stores."
+    )
+
+    # --- consolidation ------------------------------------------------------------------------
+    consolidation_enabled: bool = _setting(
+        True,
+        "CONSOLIDATION_ENABLED",
+        "consolidation",
+        "Run consolidation tasks on RQ's cron scheduler at the intervals below.",
+    )
+    consolidation_decay_interval_seconds: int = _setting(
+        86_400, "CONSOLIDATION_DECAY_INTERVAL_SECONDS", "consolidation", "Decay every N seconds (0: off)."
+    )
+    consolidation_creative_interval_seconds: int = _setting(
+        604_800,
+        "CONSOLIDATION_CREATIVE_INTERVAL_SECONDS",
+        "consolidation",
+        "Creative associations every N seconds (0: off).",
+    )
+    consolidation_cluster_interval_seconds: int = _setting(
+        2_592_000,
+        "CONSOLIDATION_CLUSTER_INTERVAL_SECONDS",
+        "consolidation",
+        "Clustering every N seconds (0: off).",
+    )
+    consolidation_forget_interval_seconds: int = _setting(
+        0,
+        "CONSOLIDATION_FORGET_INTERVAL_SECONDS",
+        "consolidation",
+        "Forgetting (archival) every N seconds; 0, the default, keeps it off.",
+    )
+    consolidation_base_decay_rate: float = _setting(
+        0.01,
+        "CONSOLIDATION_BASE_DECAY_RATE",
+        "consolidation",
+        "Daily exponential decay rate of the relevance score (0.01: about a 69-day half-life).",
+    )
+    consolidation_archive_threshold: float = _setting(
+        0.2,
+        "CONSOLIDATION_ARCHIVE_THRESHOLD",
+        "consolidation",
+        "Forgetting archives unprotected memories whose relevance is below this.",
+    )
+    consolidation_protect_importance: float = _setting(
+        0.7,
+        "CONSOLIDATION_IMPORTANCE_PROTECTION_THRESHOLD",
+        "consolidation",
+        "Memories at or above this importance are never archived.",
+    )
+    consolidation_grace_period_days: int = _setting(
+        90,
+        "CONSOLIDATION_GRACE_PERIOD_DAYS",
+        "consolidation",
+        "Memories younger than this are never archived.",
+    )
+    consolidation_cluster_threshold: float = _setting(
+        0.75,
+        "CONSOLIDATION_CLUSTER_SIMILARITY_THRESHOLD",
+        "consolidation",
+        "Cosine similarity that links two memories into one cluster.",
+    )
+    consolidation_min_cluster_size: int = _setting(
+        3, "CONSOLIDATION_MIN_CLUSTER_SIZE", "consolidation", "Members a cluster needs to become a pattern."
+    )
+    consolidation_history_limit: int = _setting(
+        20, "CONSOLIDATION_HISTORY_LIMIT", "consolidation", "Consolidation runs kept for /consolidate/status."
+    )
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.content_soft_limit > self.content_hard_limit:
@@ -322,6 +466,14 @@ class Settings(BaseSettings):
         if any(v < 0 for v in values):
             raise ValueError("AUTOMEM_JOB_RETRY_INTERVALS must not be negative")
         return values
+
+    def llm_endpoint(self) -> tuple[str | None, str | None] | None:
+        """(base_url, api_key) of the chat endpoint, or None when no LLM is configured or it is off."""
+        base_url = self.llm_base_url or self.openai_base_url
+        api_key = self.llm_api_key or self.openai_api_key
+        if not self.llm_enabled or not (base_url or api_key):
+            return None
+        return base_url, api_key
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict with secrets masked, for logs and `automem doctor`."""
