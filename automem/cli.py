@@ -75,8 +75,25 @@ def cmd_worker(args: argparse.Namespace) -> int:
     queues = args.queues.split(",") if args.queues else list(QUEUE_NAMES)
     # SimpleWorker runs jobs in this process: the embedding model and clients load once, not per job.
     worker = SimpleWorker(queues, connection=svc.queue_redis)
-    worker.work(burst=args.burst, with_scheduler=True, logging_level=svc.settings.log_level)
+    cron = None
+    if not args.no_cron and not args.burst:
+        # Consolidation's RQ cron scheduler; a Redis lease keeps exactly one active across workers.
+        from enrichment.cron import start_thread
+
+        cron = start_thread(svc.settings, svc.queue_redis, svc.graph)
+    try:
+        worker.work(burst=args.burst, with_scheduler=True, logging_level=svc.settings.log_level)
+    finally:
+        if cron:
+            cron[1].set()
+            cron[0].join(timeout=5)
     return 0
+
+
+def cmd_cron(args: argparse.Namespace) -> int:
+    from enrichment.cron import run_forever
+
+    return run_forever(load_settings())
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
@@ -144,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--burst", action="store_true", help="exit when the queues are empty")
     worker.add_argument("--queues", help="comma list of queues (default: all)")
     worker.add_argument("--no-reconcile", action="store_true", help="skip the reconcile pass at start")
+    worker.add_argument("--no-cron", action="store_true", help="do not run the consolidation scheduler")
     worker.set_defaults(func=cmd_worker)
+
+    cron = sub.add_parser("cron", help="run only the consolidation scheduler (RQ cron; one is active)")
+    cron.set_defaults(func=cmd_cron)
 
     rec = sub.add_parser("reconcile", help="queue embedding for every memory that lacks one")
     rec.set_defaults(func=cmd_reconcile)

@@ -211,7 +211,11 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
 
 
 def worker_command() -> list[str]:
-    return [sys.executable, "-m", "automem", "worker"]
+    return [sys.executable, "-m", "automem", "worker", "--no-cron"]  # the cron child schedules
+
+
+def cron_command() -> list[str]:
+    return [sys.executable, "-m", "automem", "cron"]
 
 
 class Supervisor:
@@ -222,6 +226,7 @@ class Supervisor:
         self.falkordb = EmbeddedFalkorDB(Path(settings.data_dir), settings.falkordb_appendfsync)
         self.api = Child("api", api_command(settings, host, port))
         self.workers = [Child(f"worker-{n}", worker_command()) for n in range(workers)]
+        self.cron = Child("cron", cron_command())  # consolidation's RQ cron scheduler
         self._stopping = False
 
     def child_env(self) -> dict[str, str]:
@@ -245,7 +250,7 @@ class Supervisor:
         self.falkordb.start()
         log.info("embedded FalkorDB on 127.0.0.1:%d (data in %s)", self.falkordb.port, self.settings.data_dir)
         env = self.child_env()
-        for child in (self.api, *self.workers):
+        for child in (self.api, *self.workers, self.cron):
             child.start(env)
         log.info("API on http://%s:%d with %d worker(s)", self.host, self.port, len(self.workers))
         try:
@@ -263,7 +268,7 @@ class Supervisor:
         if not self.falkordb.alive():
             log.error("the embedded FalkorDB exited; restarting it")
             self.falkordb.start()
-        for child in (self.api, *self.workers):
+        for child in (self.api, *self.workers, self.cron):
             if not child.alive() and not self._stopping:
                 # Back off when a child keeps dying right after start (e.g. a bad setting).
                 if time.monotonic() - child.started_at < 5:
@@ -274,7 +279,7 @@ class Supervisor:
 
     def shutdown(self) -> None:
         self._stopping = True
-        _stop_children(self.workers, signal.SIGTERM, timeout=20)
+        _stop_children([*self.workers, self.cron], signal.SIGTERM, timeout=20)
         _stop_children([self.api], signal.SIGTERM, timeout=20)
         self.falkordb.stop()
         log.info("stopped")

@@ -14,7 +14,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
@@ -25,11 +25,15 @@ from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
 from automem.stores.queue import JobQueue
-from automem.tags import canonical_prefix, tag_prefixes
+from automem.tags import SESSION_KEYS, canonical_prefix, sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
 from automem.vectorsync import VectorSync
+from enrichment.llm import LlmClient, LlmError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+# Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
+ENRICH_CHUNK = 50
 
 DEFAULT_TENANT = "default"
 _PATCH_ATTEMPTS = 5
@@ -97,12 +101,14 @@ class MemoryService:
         embedder: EmbeddingProvider,
         jobs: JobQueue | None,
         sync: VectorSync,
+        llm: LlmClient | None = None,
     ) -> None:
         self.settings = settings
         self.graph = graph
         self.embedder = embedder
         self.jobs = jobs
         self.sync = sync
+        self.llm = llm
 
     # --- create -------------------------------------------------------------------------------
     def prepare(self, body: MemoryCreate, tenant: str, field_prefix: str = "") -> Prepared:
@@ -141,6 +147,7 @@ class MemoryService:
             "version": 1,
             "rev": 1,
             "enriched": False,
+            "seq_scope": sequence_scope(tags, body.metadata or {}),
         }
         if embedding is not None:
             props["embedding_hash"] = chash
@@ -156,6 +163,7 @@ class MemoryService:
         return embedding
 
     def create(self, body: MemoryCreate, tenant: str = DEFAULT_TENANT) -> tuple[int, dict[str, Any]]:
+        body, summarized = self._summarized(body)
         prepared = self.prepare(body, tenant)
         outcome = self.graph.create_memories([prepared.row()])[0]
         if outcome.status == "conflict":
@@ -170,7 +178,7 @@ class MemoryService:
                 "confidence": existing.get("confidence"),
                 "memory": public_memory(existing) if existing else None,
             }
-        embedding_status = self._after_create([prepared])
+        statuses = self._after_create([prepared])[prepared.id]
         props = prepared.props
         return 201, {
             "status": "success",
@@ -185,8 +193,38 @@ class MemoryService:
             "stored_at": props["created_at"],
             "version": 1,
             "deduplicated": False,
-            "embedding": embedding_status[prepared.id],
-            "enrichment": "disabled",
+            "embedding": statuses["embedding"],
+            "enrichment": statuses["enrichment"],
+            **summarized,
+        }
+
+    def _summarized(self, body: MemoryCreate) -> tuple[MemoryCreate, dict[str, Any]]:
+        """Content over the soft limit, summarised by the LLM when one is configured; the original
+        stays in metadata. Any LLM trouble stores the content as it came (never a failed write)."""
+        content = str(body.content)
+        s = self.settings
+        if len(content) <= s.content_soft_limit or not (s.memory_auto_summarize and self.llm):
+            return body, {}
+        try:
+            summary = self.llm.summarize(content, s.memory_summary_target_length)
+        except LlmError as exc:
+            log.warning(
+                "summarising a %d-char memory failed (%s); stored as is", len(content), type(exc).__name__
+            )
+            return body, {"summarized": False}
+        if not summary:
+            return body, {"summarized": False}
+        metadata = {
+            **(body.metadata or {}),
+            "original_content": content,
+            "was_summarized": True,
+            "original_length": len(content),
+        }
+        updated = body.model_copy(update={"content": summary, "metadata": metadata})
+        return updated, {
+            "summarized": True,
+            "original_length": len(content),
+            "summarized_length": len(summary),
         }
 
     def create_batch(
@@ -204,7 +242,7 @@ class MemoryService:
         results = []
         for item in prepared:
             outcome = outcomes.get(item.id) or repeats[item.id]
-            results.append(_batch_item(outcome, statuses.get(item.id)))
+            results.append(_batch_item(outcome, statuses.get(item.id, {})))
         return results
 
     @staticmethod
@@ -243,17 +281,24 @@ class MemoryService:
                 unique.append(item)
         return unique, repeats
 
-    def _after_create(self, created: Sequence[Prepared]) -> dict[str, str]:
-        """Sync supplied vectors now, queue embedding of the rest; returns each id's embedding status."""
-        statuses: dict[str, str] = {}
+    def _after_create(self, created: Sequence[Prepared]) -> dict[str, dict[str, str]]:
+        """Sync supplied vectors now, queue embedding of the rest and enrichment of all; returns
+        each id's {"embedding": status, "enrichment": status}."""
         # Every memory is searchable by keyword at once; the dense vector joins it when embedded.
         self._quietly(self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in created])
-        statuses.update({p.id: "stored" for p in created if p.embedding is not None})
+        statuses: dict[str, dict[str, str]] = {p.id: {} for p in created}
+        for p in created:
+            if p.embedding is not None:
+                statuses[p.id]["embedding"] = "stored"
         to_embed = [p for p in created if p.embedding is None]
-        for start in range(0, len(to_embed), self.settings.embedding_batch_size):
-            chunk = to_embed[start : start + self.settings.embedding_batch_size]
+        for chunk in _chunks(to_embed, self.settings.embedding_batch_size):
             queued = self._enqueue_embed([p.id for p in chunk], [str(p.props["content_hash"]) for p in chunk])
-            statuses.update(dict.fromkeys((p.id for p in chunk), "queued" if queued else "pending"))
+            for p in chunk:
+                statuses[p.id]["embedding"] = "queued" if queued else "pending"
+        for chunk in _chunks(list(created), ENRICH_CHUNK):
+            state = self._enqueue_enrich([p.id for p in chunk], [1] * len(chunk))
+            for p in chunk:
+                statuses[p.id]["enrichment"] = state
         return statuses
 
     def _enqueue_embed(self, ids: list[str], hashes: list[str]) -> bool:
@@ -265,6 +310,19 @@ class MemoryService:
         except redis.exceptions.RedisError:
             log.warning("could not queue embedding of %d memories; reconcile will pick them up", len(ids))
             return False
+
+    def _enqueue_enrich(self, ids: list[str], versions: list[int]) -> str:
+        """Queue enrichment; the status the client sees ("queued", "pending" or "disabled")."""
+        if not self.settings.enrichment_enabled:
+            return "disabled"
+        if self.jobs is None:
+            return "pending"
+        try:
+            self.jobs.enqueue_enrich(ids, versions)
+            return "queued"
+        except redis.exceptions.RedisError:
+            log.warning("could not queue enrichment of %d memories; reconcile will pick them up", len(ids))
+            return "pending"
 
     def _sync_quietly(self, ids: list[str]) -> None:
         self._quietly(self.sync.request, ids)
@@ -386,6 +444,11 @@ class MemoryService:
         for field in ("timestamp", "last_accessed"):
             if getattr(body, field) is not None:
                 props[field] = getattr(body, field)
+        if _changes_enrichment_input(current, props, body):
+            # Entities, summary and the sequence position follow content, tags, time and session.
+            props["enriched"] = False
+            metadata = json.loads(props.get("metadata") or current.get("metadata") or "{}")
+            props["seq_scope"] = sequence_scope(props.get("tags", current.get("tags") or []), metadata)
         if "t_invalid" in given:
             props["t_invalid"] = body.t_invalid  # an explicit null clears the end of validity
         if "t_valid" in given:
@@ -395,6 +458,8 @@ class MemoryService:
     def _after_update(self, doc: dict[str, Any], content_changed: bool, embedding_given: bool) -> None:
         if content_changed and not embedding_given:
             self._enqueue_embed([doc["id"]], [doc["content_hash"]])
+        if not doc.get("enriched"):
+            self._enqueue_enrich([doc["id"]], [int(doc["version"])])
         self._sync_quietly([doc["id"]])
 
     # --- delete -------------------------------------------------------------------------------
@@ -445,9 +510,20 @@ def _merge_metadata(stored: str | None, patch: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _batch_item(outcome: CreateOutcome, embedding_status: str | None) -> dict[str, Any]:
+def _changes_enrichment_input(current: dict[str, Any], props: dict[str, Any], body: MemoryUpdate) -> bool:
+    if any(props.get(f, current.get(f)) != current.get(f) for f in ("content", "tags", "timestamp")):
+        return True
+    metadata = body.metadata or {}
+    return any(key in metadata for key in SESSION_KEYS)
+
+
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [items[start : start + size] for start in range(0, len(items), max(1, size))]
+
+
+def _batch_item(outcome: CreateOutcome, statuses: dict[str, str]) -> dict[str, Any]:
     if outcome.status == "created":
-        return {"id": outcome.id, "memory_id": outcome.id, "status": "created", "embedding": embedding_status}
+        return {"id": outcome.id, "memory_id": outcome.id, "status": "created", **statuses}
     if outcome.status == "duplicate":
         return {
             "id": outcome.existing_id,

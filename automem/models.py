@@ -18,12 +18,14 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from automem.classify import MEMORY_TYPES, canonical_type
@@ -263,3 +265,21 @@ def parse(model: type[M], data: Any, settings: Settings, field_prefix: str = "")
         field = field_prefix + _field_of(first)
         message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
         raise InvalidInput(f"{field}: {message}", field=field) from exc
+
+
+class ReprocessBody(_Body):
+    """POST /enrichment/reprocess: re-enrich some ids, every memory, and/or requeue failed jobs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[StrictStr] | None = Field(default=None, max_length=1000)
+    all: StrictBool = False
+    failed: StrictBool = False
+
+    @model_validator(mode="after")
+    def _something_to_do(self) -> ReprocessBody:
+        if not (self.ids or self.all or self.failed):
+            raise ValueError("give `ids`, `all: true` or `failed: true`")
+        if self.ids:
+            self.ids = [parse_uuid(i, "ids") for i in self.ids]
+        return self

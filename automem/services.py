@@ -23,6 +23,7 @@ from automem.stores.graph import GraphStore
 from automem.stores.queue import JobQueue
 from automem.stores.vectors import VectorStore, open_vector_store
 from automem.vectorsync import VectorSync
+from enrichment.llm import LlmClient
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class Services:
     memories: MemoryService
     idempotency: IdempotencyStore
     warnings: list[str] = field(default_factory=list)
+    llm: LlmClient | None = None
 
     def close(self) -> None:
         if self.vectors is not None:
@@ -87,16 +89,27 @@ def open_vectors(settings: Settings, dimension: int) -> VectorStore:
 def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     graph_url, queue_url = _require_url(settings)
     graph = GraphStore.from_url(graph_url, settings.falkordb_graph)
-    graph.ensure_schema()
     queue_redis = redis.Redis.from_url(queue_url)
     embedder, warnings = build_provider(settings)
     vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None
+    graph.ensure_schema(embedder.dimension)
     sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch)
     jobs = JobQueue(queue_redis, settings)
-    memories = MemoryService(settings, graph, embedder, jobs, sync)
+    llm = LlmClient.from_settings(settings, queue_redis)
+    memories = MemoryService(settings, graph, embedder, jobs, sync, llm)
     idempotency = IdempotencyStore(queue_redis, settings.idempotency_ttl_seconds)
     return Services(
-        settings, graph, queue_redis, jobs, embedder, vectors, sync, memories, idempotency, list(warnings)
+        settings,
+        graph,
+        queue_redis,
+        jobs,
+        embedder,
+        vectors,
+        sync,
+        memories,
+        idempotency,
+        list(warnings),
+        llm,
     )
 
 

@@ -16,7 +16,18 @@ from urllib.parse import quote, urlsplit
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-GROUPS = ("server", "auth", "stores", "embedding", "limits", "recall", "jobs", "llm", "enrichment", "consolidation")
+GROUPS = (
+    "server",
+    "auth",
+    "stores",
+    "embedding",
+    "limits",
+    "recall",
+    "jobs",
+    "llm",
+    "enrichment",
+    "consolidation",
+)
 
 
 def _setting(default: Any, env: str, group: str, help: str, *aliases: str, secret: bool = False) -> Any:

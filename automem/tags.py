@@ -46,3 +46,25 @@ def tag_prefixes(tags: Iterable[str]) -> list[str]:
         for end in range(1, len(segments) + 1):
             prefixes.setdefault(":".join(segments[:end]), None)
     return list(prefixes)
+
+
+# Metadata keys that name a conversation or session explicitly; they define the sequence scope.
+SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
+ENTITY_TAG_PREFIX = "entity:"
+
+
+def sequence_scope(tags: Iterable[str], metadata: dict[str, object]) -> str:
+    """The stream a memory belongs to, in which PRECEDED_BY links it to its predecessor.
+
+    An explicit session/conversation/thread id in the metadata wins; otherwise the most specific
+    client tag (most segments, the first of equals), since hierarchical tags name the narrowest
+    context a client filed the memory under. Entity tags are derived, so they never define a
+    scope. Untagged memories share one stream ("")."""
+    for key in SESSION_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str | int) and str(value).strip():
+            return f"{key}:{str(value).strip()}"
+    own = [t for t in tags if not t.startswith(ENTITY_TAG_PREFIX)]
+    if not own:
+        return ""
+    return canonical_prefix(max(own, key=lambda t: len(tag_segments(t))))

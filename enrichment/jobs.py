@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from automem.memories import ENRICH_CHUNK
+from automem.services import Services
+from automem.timeutil import now_iso
 from enrichment.context import current_services
+from enrichment.enrich import ENRICHMENT_VERSION, derive
+from enrichment.links import link_sequence, link_similar
+from enrichment.llm import LlmFailed, LlmPaused, LlmRateLimited
 
 log = logging.getLogger(__name__)
+
+STATS_KEY = "automem:enrichment:stats"
+# Reads and guarded writes per memory before giving up: a client editing the memory meanwhile
+# queued its own enrichment of the newer version.
+_ATTEMPTS = 3
 
 
 def embed_memories(memory_ids: list[str]) -> dict[str, Any]:
@@ -30,8 +44,133 @@ def embed_memories(memory_ids: list[str]) -> dict[str, Any]:
         for d, v in zip(todo, vectors, strict=True)
     ]
     written = svc.graph.set_embeddings(rows)
+    linked = _link_similar_all(svc, written)
     svc.sync.request(written)
-    return {"embedded": len(written), "skipped": len(memory_ids) - len(written)}
+    return {"embedded": len(written), "skipped": len(memory_ids) - len(written), "similar_links": linked}
+
+
+def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
+    if not svc.settings.enrichment_enabled:
+        return 0
+    s = svc.settings
+    now = now_iso()
+    return sum(
+        link_similar(svc.graph, i, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
+        for i in memory_ids
+    )
+
+
+def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
+    """Enrich each memory: entities and their tags, MENTIONS edges, a summary, its place in its
+    sequence (PRECEDED_BY) and, once it has a vector, SIMILAR_TO links.
+
+    Idempotent: a memory already enriched at the current version is skipped unless `force`.
+    The write is guarded by the memory's version, so a client change made while the job ran is
+    never reverted; the job re-reads and tries again, and the change also queued its own job."""
+    svc = current_services()
+    enriched = 0
+    with _recording(svc) as record:
+        for memory_id in memory_ids:
+            if _enrich_one(svc, memory_id, force):
+                enriched += 1
+                record(memory_id)
+    return {"enriched": enriched, "skipped": len(memory_ids) - enriched}
+
+
+def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
+    s = svc.settings
+    for _ in range(_ATTEMPTS):
+        doc = svc.graph.get_memory(memory_id)
+        if doc is None or doc.get("state") != "active":
+            return False
+        if (
+            not force
+            and doc.get("enriched")
+            and int(doc.get("enrichment_version") or 0) >= ENRICHMENT_VERSION
+        ):
+            return False
+        now = now_iso()
+        plan = derive(
+            doc,
+            now=now,
+            max_entities=s.enrichment_max_entities,
+            max_tags=s.max_tags,
+            summary_length=s.enrichment_summary_length,
+        )
+        if svc.graph.apply_enrichment(memory_id, int(doc["version"]), plan.props, plan.entities):
+            _classify_if_unsure(svc, doc)
+            link_sequence(svc.graph, svc.queue_redis, {**doc, **plan.props}, now)
+            if doc.get("embedding_hash") and doc.get("embedding_hash") == doc.get("content_hash"):
+                link_similar(
+                    svc.graph,
+                    memory_id,
+                    s.enrichment_similarity_limit,
+                    s.enrichment_similarity_threshold,
+                    now,
+                )
+            svc.sync.request([memory_id])
+            return True
+    return False
+
+
+def _classify_if_unsure(svc: Services, doc: dict[str, Any]) -> None:
+    """Hand a memory the rules classified with low confidence to the LLM classification job."""
+    if svc.llm is None or doc.get("classification") == "explicit" or doc.get("classification") == "llm":
+        return
+    if float(doc.get("confidence") or 0.0) >= svc.settings.llm_classify_below:
+        return
+    svc.jobs.enqueue_classify(doc["id"], int(doc["version"]))
+
+
+def classify_memory(memory_id: str, attempt: int = 0) -> dict[str, Any]:
+    """LLM classification of a memory the rules were unsure about. The type lands only if the
+    client has neither changed the memory nor set a type since it was read. While the LLM is
+    paused (circuit breaker) or over its rate, the job reschedules itself for when it may call
+    again instead of failing into a retry storm."""
+    svc = current_services()
+    doc = svc.graph.get_memory(memory_id)
+    if svc.llm is None or doc is None or doc.get("classification") in ("explicit", "llm"):
+        return {"classified": False}
+    try:
+        found = svc.llm.classify(str(doc["content"]))
+    except (LlmPaused, LlmRateLimited) as exc:
+        delay = max(1.0, exc.retry_after)
+        svc.jobs.enqueue_classify(memory_id, int(doc["version"]), attempt + 1, delay=delay)
+        return {"classified": False, "deferred_seconds": exc.retry_after}
+    except LlmFailed:
+        return {"classified": False, "kept": doc.get("type")}
+    if found is None:
+        return {"classified": False}
+    landed = svc.graph.set_llm_type(memory_id, int(doc["version"]), found[0], found[1])
+    if landed:
+        svc.sync.request([memory_id])
+    return {"classified": landed, "type": found[0], "confidence": found[1]}
+
+
+@contextmanager
+def _recording(svc: Services) -> Iterator[Any]:
+    """Count successes and failures in Redis for GET /enrichment/status (no content logged)."""
+    last: list[str] = []
+    try:
+        yield last.append
+    except Exception as exc:
+        svc.queue_redis.hset(
+            STATS_KEY,
+            mapping={"last_error": f"{exc.__class__.__name__}: {str(exc)[:200]}", "last_error_at": now_iso()},
+        )
+        svc.queue_redis.hincrby(STATS_KEY, "failures", 1)
+        raise
+    finally:
+        if last:
+            svc.queue_redis.hincrby(STATS_KEY, "enriched", len(last))
+            svc.queue_redis.hset(
+                STATS_KEY,
+                mapping={
+                    "last_success_id": last[-1],
+                    "last_success_at": now_iso(),
+                    "last_success_epoch": str(time.time()),
+                },
+            )
 
 
 def reconcile(page: int = 500) -> dict[str, Any]:
@@ -49,9 +188,26 @@ def reconcile(page: int = 500) -> dict[str, Any]:
             if chunk and svc.jobs.enqueue_embed(chunk, [docs[i]["content_hash"] for i in chunk]):
                 queued += len(chunk)
         after = ids[-1]
+    enrich_queued = queue_enrichment(svc, page=page) if svc.settings.enrichment_enabled else 0
     # Where this process owns the vectors (server mode), also repair vectors the graph outran.
     repaired = svc.sync.repair() if svc.sync.owns_vectors else 0
-    return {"queued": queued, "vectors_repaired": repaired}
+    return {"queued": queued, "enrichment_queued": enrich_queued, "vectors_repaired": repaired}
+
+
+def queue_enrichment(svc: Services, force: bool = False, page: int = 500) -> int:
+    """Queue every active memory not enriched at the current version (with `force`, every
+    active memory)."""
+    queued, after = 0, ""
+    version = 1 << 30 if force else ENRICHMENT_VERSION
+    while ids := svc.graph.ids_needing_enrichment(page, after, version):
+        versions = {d["id"]: int(d["version"]) for d in svc.graph.get_memories(ids)}
+        chunk = [i for i in ids if i in versions]
+        for start in range(0, len(chunk), ENRICH_CHUNK):
+            part = chunk[start : start + ENRICH_CHUNK]
+            if svc.jobs.enqueue_enrich(part, [versions[i] for i in part], force=force):
+                queued += len(part)
+        after = ids[-1]
+    return queued
 
 
 def flush_access(batch: int = 5000) -> int:

@@ -1,8 +1,23 @@
 """The graph channel: memories linked to the best seeds join the ranking.
 
-From the top seeds, edges to other memories are followed (bounded per seed and in total). A
-neighbour's relevance is the seed's relevance times the edge strength, a per-type weight and a
-hub damping of 1 / (1 + ln(degree)), so a memory linked to everything cannot flood results.
+From the top seeds two kinds of links are followed, each bounded per seed and in total:
+
+- typed edges between memories (authored relations, PRECEDED_BY sequence, SIMILAR_TO, ...): the
+  neighbour inherits `seed relevance x link weight x edge strength x hub damping`;
+- shared entities (`expand_entities`): memories that mention an entity a seed mentions inherit
+  `seed relevance x ENTITY_WEIGHT x specificity`, where an entity mentioned by many memories is
+  weak evidence (specificity 1 / (1 + ln mentions)) and one mentioned by more than
+  ENTITY_MAX_MENTIONS is not followed at all.
+
+Link weights say how much of a seed's relevance a neighbour plausibly shares. A sequence
+neighbour (the memory just before or after in the same conversation or project) shares the
+seed's context and often completes it, as an answer completes a question, so it inherits most.
+Authored links carry the client's intent, scaled by their strength. Similarity and discovered
+links mostly repeat what the vector channel already found, so they inherit less.
+
+Hub damping is 1 / (1 + ln(degree / HUB_DEGREE)) for memories with more than HUB_DEGREE links to
+other memories, so a memory linked to everything cannot flood results while an ordinary memory
+(a couple of sequence links and a few similar ones) is not penalised for being connected.
 The neighbour is then ranked together with the seeds by the same final score.
 """
 
@@ -13,15 +28,21 @@ from collections.abc import Callable
 from typing import Any
 
 from automem.recall.filters import RecallFilter
-from automem.recall.fusion import CandidatePool
+from automem.recall.fusion import Candidate, CandidatePool
 from automem.recall.query import RecallQuery
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
 
 SEEDS = 10
-DECAY = 0.7
-# Authored edges carry intent; system edges (similarity, sequence) are weaker evidence.
-TYPE_WEIGHTS = {"SIMILAR_TO": 0.6, "PRECEDED_BY": 0.6, "DISCOVERED": 0.5}
+AUTHORED_WEIGHT = 0.7
+LINK_WEIGHTS = {"PRECEDED_BY": 0.8, "SIMILAR_TO": 0.5, "DISCOVERED": 0.35}
+HUB_DEGREE = 8
+ENTITY_WEIGHT = 0.6
+ENTITY_SEEDS = 5
+ENTITY_MAX_MENTIONS = 50
+ENTITY_FANOUT = 5
+
+Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
 
 
 def expand(
@@ -31,56 +52,103 @@ def expand(
     q: RecallQuery,
     hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
 ) -> int:
-    if not q.expand_relations or q.relation_limit == 0 or q.expansion_limit == 0 or not len(pool):
+    if q.expansion_limit == 0 or not len(pool):
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
-    edges = graph.edges_of([s.id for s in seeds], MEMORY_LINKS, q.relation_limit)
-    offers = _offers(
-        seeds_relevance={s.id: s.components.get("relevance", 0.0) for s in seeds},
-        edges=edges,
-        min_strength=q.expand_min_strength,
-    )
-    if not offers:
-        return 0
-    degrees = graph.degrees(list(offers))
-    new_ids = [i for i in offers if i not in pool.by_id]
-    docs = hydrate(new_ids)
+    relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
+    offers: Offers = {}
+    if q.expand_relations and q.relation_limit > 0:
+        edges = graph.edges_of(list(relevance_of), MEMORY_LINKS, q.relation_limit)
+        _merge(offers, _edge_offers(relevance_of, edges, q.expand_min_strength))
+        _damp_hubs(offers, graph.degrees(list(offers)))
+    if q.expand_entities:
+        entity_seeds = dict(list(relevance_of.items())[:ENTITY_SEEDS])
+        _merge(offers, _entity_offers(graph, entity_seeds, flt))
+    offers = {k: v for k, v in offers.items() if k not in relevance_of or v[0] > 0}
+    return _admit(pool, offers, flt, q, hydrate)
+
+
+def _admit(
+    pool: CandidatePool,
+    offers: Offers,
+    flt: RecallFilter,
+    q: RecallQuery,
+    hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
+) -> int:
+    """Raise known candidates' graph evidence; add new ones that pass the filter, best first."""
+    docs = hydrate([i for i in offers if i not in pool.by_id])
     added = 0
     for neighbour, (value, via) in sorted(offers.items(), key=lambda kv: -kv[1][0]):
-        damped = value / (1.0 + math.log(max(1, degrees.get(neighbour, 1))))
-        if neighbour in pool.by_id:
-            candidate = pool.by_id[neighbour]
-        else:
+        candidate: Candidate | None = pool.by_id.get(neighbour)
+        if candidate is None:
             doc = docs.get(neighbour)
             if (
                 doc is None
-                or not flt.matches(doc)
                 or added >= q.expansion_limit
+                or not flt.matches(doc)
                 or float(doc.get("importance") or 0.0) < q.expand_min_importance
             ):
                 continue
             candidate = pool.get(neighbour)
             candidate.doc = doc
             added += 1
-        if damped > candidate.expanded:
-            candidate.expanded = damped
-            candidate.expanded_from = via
+        if value > candidate.expanded:
+            candidate.expanded = value
+            candidate.expanded_from = sorted(via, key=lambda path: -float(path["score"]))
     return added
 
 
-def _offers(
+def _edge_offers(
     seeds_relevance: dict[str, float], edges: dict[str, list[dict[str, Any]]], min_strength: float
-) -> dict[str, tuple[float, list[dict[str, Any]]]]:
-    """neighbour id -> (best inherited relevance, the edges that reached it)."""
-    offers: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+) -> Offers:
+    offers: Offers = {}
     for seed_id, seed_edges in edges.items():
         for edge in seed_edges:
             raw_strength = edge.get("strength")
             strength = DEFAULT_STRENGTH if raw_strength is None else float(raw_strength)
             if strength < min_strength:
                 continue
-            value = seeds_relevance.get(seed_id, 0.0) * DECAY * strength * TYPE_WEIGHTS.get(edge["type"], 1.0)
-            via = {"id": seed_id, "type": edge["type"], "strength": strength}
-            best, paths = offers.get(edge["id"], (0.0, []))
-            offers[edge["id"]] = (max(best, value), [*paths, via])
+            weight = LINK_WEIGHTS.get(edge["type"], AUTHORED_WEIGHT)
+            value = seeds_relevance.get(seed_id, 0.0) * weight * strength
+            _offer(offers, edge["id"], value, {"id": seed_id, "type": edge["type"], "strength": strength})
     return offers
+
+
+def _damp_hubs(offers: Offers, degrees: dict[str, int]) -> None:
+    for neighbour, (value, via) in list(offers.items()):
+        excess = max(1.0, degrees.get(neighbour, 1) / HUB_DEGREE)
+        offers[neighbour] = (value / (1.0 + math.log(excess)), via)
+
+
+def _entity_offers(graph: GraphStore, seeds_relevance: dict[str, float], flt: RecallFilter) -> Offers:
+    entities = graph.entities_of(list(seeds_relevance))
+    followed: dict[str, tuple[float, str, dict[str, Any]]] = {}  # key -> (value, seed, entity)
+    for seed_id, mentioned in entities.items():
+        for entity in mentioned:
+            mentions = int(entity.get("mentions") or 0)
+            if mentions < 2 or mentions > ENTITY_MAX_MENTIONS:
+                continue  # nothing to reach, or too common to be evidence
+            value = seeds_relevance[seed_id] * ENTITY_WEIGHT / (1.0 + math.log(mentions))
+            if value > followed.get(entity["key"], (0.0,))[0]:
+                followed[entity["key"]] = (value, seed_id, entity)
+    if not followed:
+        return {}
+    offers: Offers = {}
+    reached = graph.memories_mentioning(list(followed), flt, ENTITY_FANOUT)
+    for key, memory_ids in reached.items():
+        value, seed_id, entity = followed[key]
+        via = {"id": seed_id, "type": "MENTIONS", "entity": entity.get("name"), "entity_key": key}
+        for memory_id in memory_ids:
+            _offer(offers, memory_id, value, via)
+    return offers
+
+
+def _offer(offers: Offers, neighbour: str, value: float, via: dict[str, Any]) -> None:
+    best, paths = offers.get(neighbour, (0.0, []))
+    offers[neighbour] = (max(best, value), [*paths, {**via, "score": round(value, 4)}])
+
+
+def _merge(into: Offers, other: Offers) -> None:
+    for neighbour, (value, paths) in other.items():
+        best, known = into.get(neighbour, (0.0, []))
+        into[neighbour] = (max(best, value), [*known, *paths])

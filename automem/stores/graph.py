@@ -18,6 +18,7 @@ import redis.exceptions
 from falkordb import FalkorDB
 
 from automem.errors import StoreUnavailable
+from automem.stores.graph_consolidation import ConsolidationQueries
 
 if TYPE_CHECKING:
     from automem.recall.filters import RecallFilter
@@ -51,6 +52,11 @@ MEMORY_FIELDS = (
     "embedding_hash",
     "embedding_model",
     "enriched",
+    "enriched_at",
+    "enrichment_version",
+    "summary",
+    "classification",
+    "seq_scope",
 )
 
 
@@ -74,7 +80,10 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 # Lookups by many ids are written `MATCH (m:Memory) WHERE m.id IN $ids` followed by `WITH m`
 # before any traversal: with `UNWIND $ids ... MATCH (m {id: x})-[r]->(n)` FalkorDB's planner may
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
-_RANGE_INDEXES = ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state")
+_RANGE_INDEXES = {
+    "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state", "seq_scope"),
+    "Entity": ("key",),
+}
 
 
 # FalkorDB ignores `SET m.embedding = vecf32(...)` when the property already holds a vector
@@ -95,7 +104,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore:
+class GraphStore(ConsolidationQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str) -> None:
@@ -126,25 +135,40 @@ class GraphStore:
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             return False
 
-    def ensure_schema(self) -> None:
-        """Create the indexes recall and the routes rely on (idempotent)."""
+    def ensure_schema(self, dimension: int | None = None) -> None:
+        """Create the indexes recall and the routes rely on (idempotent); with `dimension`, also
+        the vector index that finds similar memories from the graph alone (enrichment)."""
         existing = self._existing_indexes()
-        for prop in _RANGE_INDEXES:
-            if ("range", prop) not in existing:
-                self._create_index(f"CREATE INDEX FOR (m:Memory) ON (m.{prop})")
+        for label, props in _RANGE_INDEXES.items():
+            for prop in props:
+                if (label, "range", prop) not in existing:
+                    self._create_index(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        if dimension:
+            self._ensure_vector_index(dimension, existing)
 
-    def _existing_indexes(self) -> set[tuple[str, str]]:
-        found: set[tuple[str, str]] = set()
+    def _ensure_vector_index(self, dimension: int, existing: dict[tuple[str, str, str], Any]) -> None:
+        options = existing.get(("Memory", "vector", "embedding"))
+        if options is not None and int(options.get("dimension", 0)) == dimension:
+            return
+        if options is not None:
+            # The model changed: vectors of the old size cannot share the index.
+            self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
+        self._create_index(
+            "CREATE VECTOR INDEX FOR (m:Memory) ON (m.embedding) "
+            f"OPTIONS {{dimension: {int(dimension)}, similarityFunction: 'cosine'}}"
+        )
+
+    def _existing_indexes(self) -> dict[tuple[str, str, str], Any]:
+        """(label, kind, property) -> index options, for every index of the graph."""
+        found: dict[tuple[str, str, str], Any] = {}
         try:
-            rows = self._ro("CALL db.indexes() YIELD label, properties, types")
+            rows = self._ro("CALL db.indexes() YIELD label, properties, types, options")
         except redis.exceptions.ResponseError:
             return found
-        for label, props, types in rows:
-            if label != "Memory":
-                continue
+        for label, props, types, options in rows:
             for prop in props:
                 for kind in types.get(prop, []):
-                    found.add((str(kind).lower(), prop))
+                    found[(str(label), str(kind).lower(), prop)] = (options or {}).get(prop) or {}
         return found
 
     def _create_index(self, cypher: str) -> None:
@@ -332,15 +356,18 @@ class GraphStore:
                sum(CASE WHEN m.state = 'deleted' THEN 1 ELSE 0 END),
                sum(CASE WHEN m.embedding_hash IS NOT NULL THEN 1 ELSE 0 END),
                sum(CASE WHEN m.state <> 'deleted' AND (m.embedding_hash IS NULL
-                        OR m.embedding_hash <> m.content_hash) THEN 1 ELSE 0 END)
+                        OR m.embedding_hash <> m.content_hash) THEN 1 ELSE 0 END),
+               sum(CASE WHEN m.state = 'active' AND coalesce(m.enriched, false) = false
+                        THEN 1 ELSE 0 END)
         """)
-        total, active, deleted, with_vector, pending = (int(v or 0) for v in rows[0])
+        total, active, deleted, with_vector, pending, unenriched = (int(v or 0) for v in rows[0])
         return {
             "total": total,
             "active": active,
             "deleted": deleted,
             "with_embedding": with_vector,
             "embedding_pending": pending,
+            "enrichment_pending": unenriched,
         }
 
     def ids_needing_embedding(self, limit: int, after: str = "") -> list[str]:
@@ -356,6 +383,217 @@ class GraphStore:
         """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""
         cypher = "MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.rev ORDER BY m.id LIMIT $limit"
         return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
+
+    # --- enrichment ---------------------------------------------------------------------------
+    def ids_needing_enrichment(self, limit: int, after: str = "", version: int = 0) -> list[str]:
+        """Active memories never enriched, changed since, or enriched by an older enricher."""
+        cypher = """
+        MATCH (m:Memory)
+        WHERE m.id > $after AND m.state = 'active'
+          AND (coalesce(m.enriched, false) = false OR coalesce(m.enrichment_version, 0) < $version)
+        RETURN m.id ORDER BY m.id LIMIT $limit
+        """
+        return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit, "version": version})]
+
+    def apply_enrichment(
+        self, memory_id: str, expected_version: int, props: dict[str, Any], entities: Sequence[dict[str, Any]]
+    ) -> bool:
+        """Write an enrichment if the client has not changed the memory since it was read.
+
+        `props` are set on the node (rev bumps, version does not: enrichment is not a client
+        change); MENTIONS edges are replaced by edges to `entities` ({key, tenant, kind, slug,
+        name}), whose `:Entity` nodes are merged by key."""
+        cypher = """
+        MATCH (m:Memory {id: $id})
+        WHERE m.version = $version AND m.state = 'active'
+        SET m += $props, m.rev = m.rev + 1
+        WITH m
+        OPTIONAL MATCH (m)-[old:MENTIONS]->(:Entity)
+        WITH m, collect(old) AS olds
+        FOREACH (r IN olds | DELETE r)
+        FOREACH (ent IN $entities |
+            MERGE (e:Entity {key: ent.key})
+            ON CREATE SET e.tenant = ent.tenant, e.kind = ent.kind, e.slug = ent.slug, e.name = ent.name,
+                          e.created_at = $now
+            MERGE (m)-[r:MENTIONS]->(e)
+            SET r.updated_at = $now)
+        RETURN m.id
+        """
+        params = {
+            "id": memory_id,
+            "version": expected_version,
+            "props": props,
+            "entities": list(entities),
+            "now": props.get("enriched_at"),
+        }
+        return bool(self._query(cypher, params).result_set)
+
+    def set_llm_type(self, memory_id: str, expected_version: int, mtype: str, confidence: float) -> bool:
+        """Land an LLM classification unless the client changed the memory or set a type since."""
+        cypher = """
+        MATCH (m:Memory {id: $id})
+        WHERE m.version = $version AND m.state <> 'deleted' AND m.classification <> 'explicit'
+        SET m.type = $type, m.confidence = $confidence, m.classification = 'llm', m.rev = m.rev + 1
+        RETURN m.id
+        """
+        params = {"id": memory_id, "version": expected_version, "type": mtype, "confidence": confidence}
+        return bool(self._query(cypher, params).result_set)
+
+    def sequence_position(self, doc: dict[str, Any]) -> tuple[str | None, str | None]:
+        """(previous, next) active memory of `doc`'s sequence scope by event time; equal
+        timestamps are ordered by creation time, then id."""
+        template = """
+        MATCH (p:Memory)
+        WHERE p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
+          AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
+               OR (p.created_at = $created AND p.id {op} $id))))
+        RETURN p.id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
+        """
+        params = {
+            "scope": doc.get("seq_scope") or "",
+            "tenant": doc["tenant"],
+            "id": doc["id"],
+            "ts": doc["timestamp"],
+            "created": doc.get("created_at") or "",
+        }
+        before = self._ro(template.format(op="<", order="DESC"), params)
+        after = self._ro(template.format(op=">", order="ASC"), params)
+        return (before[0][0] if before else None), (after[0][0] if after else None)
+
+    def sequence_links(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """(memories this one is PRECEDED_BY, memories PRECEDED_BY this one)."""
+        cypher = """
+        MATCH (m:Memory {id: $id})
+        OPTIONAL MATCH (m)-[:PRECEDED_BY]->(p:Memory)
+        WITH m, collect(p.id) AS before
+        OPTIONAL MATCH (n:Memory)-[:PRECEDED_BY]->(m)
+        RETURN before, collect(n.id)
+        """
+        rows = self._ro(cypher, {"id": memory_id})
+        return (list(rows[0][0]), list(rows[0][1])) if rows else ([], [])
+
+    def relink_sequence(
+        self,
+        memory_id: str,
+        prev_id: str | None,
+        next_id: str | None,
+        heal: tuple[str, str] | None,
+        now: str,
+    ) -> None:
+        """Place a memory between `prev_id` and `next_id` in its sequence: its other PRECEDED_BY
+        edges go, the edge that spanned its new place goes, and `heal` (old next, old previous)
+        closes the gap it left behind."""
+        cypher = """
+        MATCH (m:Memory {id: $id})
+        OPTIONAL MATCH (m)-[out:PRECEDED_BY]->(p:Memory) WHERE p.id <> coalesce($prev, '')
+        WITH m, collect(out) AS outs
+        OPTIONAL MATCH (n:Memory)-[inc:PRECEDED_BY]->(m) WHERE n.id <> coalesce($next, '')
+        WITH m, outs, collect(inc) AS incs
+        FOREACH (r IN outs + incs | DELETE r)
+        WITH m
+        OPTIONAL MATCH (:Memory {id: $next})-[span:PRECEDED_BY]->(:Memory {id: $prev})
+        FOREACH (_ IN CASE WHEN span IS NULL THEN [] ELSE [1] END | DELETE span)
+        WITH m
+        OPTIONAL MATCH (prev:Memory {id: $prev})
+        FOREACH (_ IN CASE WHEN prev IS NULL THEN [] ELSE [1] END |
+            MERGE (m)-[r:PRECEDED_BY]->(prev) ON CREATE SET r.created_at = $now SET r.strength = 1.0)
+        WITH m
+        OPTIONAL MATCH (nxt:Memory {id: $next})
+        FOREACH (_ IN CASE WHEN nxt IS NULL THEN [] ELSE [1] END |
+            MERGE (nxt)-[r:PRECEDED_BY]->(m) ON CREATE SET r.created_at = $now SET r.strength = 1.0)
+        WITH m
+        OPTIONAL MATCH (a:Memory {id: $heal_a}), (b:Memory {id: $heal_b})
+        FOREACH (_ IN CASE WHEN a IS NULL OR b IS NULL THEN [] ELSE [1] END |
+            MERGE (a)-[r:PRECEDED_BY]->(b) ON CREATE SET r.created_at = $now SET r.strength = 1.0)
+        RETURN m.id
+        """
+        params = {
+            "id": memory_id,
+            "prev": prev_id,
+            "next": next_id,
+            "heal_a": heal[0] if heal else None,
+            "heal_b": heal[1] if heal else None,
+            "now": now,
+        }
+        self._query(cypher, params)
+
+    def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
+        """Up to k active memories of the same tenant whose embedding has cosine similarity of at
+        least `min_similarity` with this memory's, from the graph's vector index."""
+        cypher = """
+        MATCH (m:Memory {id: $id}) WHERE m.embedding IS NOT NULL
+        CALL db.idx.vector.queryNodes('Memory', 'embedding', $fetch, m.embedding) YIELD node, score
+        WITH m, node, 1.0 - score AS similarity
+        WHERE node.id <> m.id AND node.tenant = m.tenant AND node.state = 'active'
+          AND similarity >= $min
+        RETURN node.id, similarity ORDER BY similarity DESC LIMIT $k
+        """
+        params = {"id": memory_id, "fetch": k * 2 + 1, "k": k, "min": min_similarity}
+        try:
+            rows = self._ro(cypher, params)
+        except redis.exceptions.ResponseError as exc:
+            if "index" in str(exc).lower():
+                return []  # no vector index yet (a store created before it existed)
+            raise
+        return [(str(i), float(sim)) for i, sim in rows]
+
+    def link_similar(self, memory_id: str, neighbours: Sequence[tuple[str, float]], now: str) -> int:
+        """Replace a memory's SIMILAR_TO edges (both ways) by edges to `neighbours`, scored by
+        similarity: after its content changes, its old neighbours no longer apply."""
+        cypher = """
+        MATCH (m:Memory {id: $id})
+        OPTIONAL MATCH (m)-[old:SIMILAR_TO]-(:Memory)
+        WITH m, collect(old) AS olds
+        FOREACH (r IN olds | DELETE r)
+        WITH m
+        UNWIND $rows AS r
+        MATCH (o:Memory {id: r.id})
+        MERGE (m)-[a:SIMILAR_TO]->(o)
+        SET a.score = r.score, a.strength = r.score, a.updated_at = $now
+        MERGE (o)-[b:SIMILAR_TO]->(m)
+        SET b.score = r.score, b.strength = r.score, b.updated_at = $now
+        RETURN count(o)
+        """
+        rows = [{"id": i, "score": round(s, 4)} for i, s in neighbours]
+        result = self._query(cypher, {"id": memory_id, "rows": rows, "now": now}).result_set
+        return int(result[0][0]) if result else 0
+
+    def entities_of(self, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+        """The entities each memory mentions, with how many active memories mention each."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.id IN $ids
+        WITH m
+        MATCH (m)-[:MENTIONS]->(e:Entity)
+        OPTIONAL MATCH (e)<-[:MENTIONS]-(o:Memory) WHERE o.state = 'active'
+        WITH m, e, count(o) AS mentions
+        RETURN m.id, collect({key: e.key, kind: e.kind, slug: e.slug, name: e.name, mentions: mentions})
+        """
+        return {mid: [dict(e) for e in ents] for mid, ents in self._ro(cypher, {"ids": list(ids)})}
+
+    def entity_stats(self, keys: Sequence[str]) -> dict[str, int]:
+        """Active memories mentioning each entity key."""
+        cypher = """
+        MATCH (e:Entity) WHERE e.key IN $keys
+        OPTIONAL MATCH (e)<-[:MENTIONS]-(o:Memory) WHERE o.state = 'active'
+        RETURN e.key, count(o)
+        """
+        return {k: int(n) for k, n in self._ro(cypher, {"keys": list(keys)})}
+
+    def memories_mentioning(
+        self, keys: Sequence[str], flt: RecallFilter, limit_per: int
+    ) -> dict[str, list[str]]:
+        """Up to `limit_per` memories in the filter's scope per entity key, newest first."""
+        where, params = self.filter_clause(flt, alias="o")
+        cypher = f"""
+        MATCH (e:Entity) WHERE e.key IN $keys
+        WITH e
+        MATCH (e)<-[:MENTIONS]-(o:Memory)
+        WHERE {where}
+        WITH e, o ORDER BY o.timestamp DESC
+        RETURN e.key, collect(o.id)[0..$n]
+        """
+        rows = self._ro(cypher, {**params, "keys": list(keys), "n": limit_per})
+        return {k: list(ids) for k, ids in rows}
 
     # --- recall -------------------------------------------------------------------------------
     @staticmethod
@@ -478,7 +716,7 @@ class GraphStore:
     def degrees(self, ids: Sequence[str]) -> dict[str, int]:
         cypher = """
         MATCH (m:Memory) WHERE m.id IN $ids
-        OPTIONAL MATCH (m)-[r]-()
+        OPTIONAL MATCH (m)-[r]-(:Memory)
         RETURN m.id, count(r)
         """
         return {mid: int(n) for mid, n in self._ro(cypher, {"ids": list(ids)})}

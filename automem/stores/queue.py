@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any
 
 import redis
 from rq import Queue, Retry
@@ -23,6 +25,8 @@ QUEUE_NAMES = ("embed", "enrich", "maintenance")
 ACCESS_LOG = "automem:access-log"
 ACCESS_FLUSH_PENDING = "automem:access-flush-pending"
 _ACTIVE = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
+# A consolidation pass pages through every memory: it gets at least an hour.
+CONSOLIDATION_TIMEOUT = 3600
 
 
 class JobQueue:
@@ -39,30 +43,74 @@ class JobQueue:
         intervals = self.settings.retry_intervals()
         return Retry(max=len(intervals), interval=intervals) if intervals else None
 
-    def _enqueue(self, queue: str, func: str, job_id: str, *args: object) -> bool:
-        """Enqueue unless a job with this id is already waiting or running; True if enqueued."""
+    def _enqueue(self, queue: str, func: str, job_id: str, *args: object, delay: float | None = None) -> bool:
+        """Enqueue unless a job with this id is already waiting or running; True if enqueued.
+        With `delay` (seconds) the job waits in RQ's scheduled registry first."""
         try:
             existing = Job.fetch(job_id, connection=self.connection)
             if existing.get_status(refresh=False) in _ACTIVE:
                 return False
         except NoSuchJobError:
             pass
-        self.queues[queue].enqueue(
-            func,
-            *args,
-            job_id=job_id,
-            retry=self._retry(),
-            job_timeout=self.settings.job_timeout_seconds,
-            result_ttl=3600,
-            failure_ttl=7 * 86400,
-        )
+        options: dict[str, Any] = {
+            "job_id": job_id,
+            "retry": self._retry(),
+            "job_timeout": self.settings.job_timeout_seconds,
+            "result_ttl": 3600,
+            "failure_ttl": 7 * 86400,
+        }
+        if delay:
+            self.queues[queue].enqueue_in(timedelta(seconds=delay), func, *args, **options)
+        else:
+            self.queues[queue].enqueue(func, *args, **options)
         return True
 
+    def enqueue_classify(
+        self, memory_id: str, version: int, attempt: int = 0, delay: float | None = None
+    ) -> bool:
+        """LLM classification of one memory. A job deferred while the LLM is paused or rate
+        limited comes back as the next attempt (its own id: the running job still holds its id)."""
+        return self._enqueue(
+            "enrich",
+            "enrichment.jobs.classify_memory",
+            f"classify-{memory_id}-{version}-{attempt}",
+            memory_id,
+            attempt,
+            delay=delay,
+        )
+
     def enqueue_embed(self, memory_ids: Sequence[str], content_hashes: Sequence[str]) -> bool:
-        digest = hashlib.sha1(
-            "|".join(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True)).encode()
-        ).hexdigest()[:24]
+        digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
         return self._enqueue("embed", "enrichment.jobs.embed_memories", f"embed-{digest}", list(memory_ids))
+
+    def enqueue_enrich(self, memory_ids: Sequence[str], versions: Sequence[int], force: bool = False) -> bool:
+        """Enrich these memories as of these versions (a newer version is a new job); `force`
+        re-enriches memories that are already enriched (reprocess)."""
+        digest = _digest(f"{i}:{v}" for i, v in zip(memory_ids, versions, strict=True))
+        prefix = "reenrich" if force else "enrich"
+        func = "enrichment.jobs.enrich_memories"
+        return self._enqueue("enrich", func, f"{prefix}-{digest}", list(memory_ids), force)
+
+    def enqueue_consolidation(self, mode: str, dry_run: bool = False) -> tuple[str, bool]:
+        """Queue a consolidation run on `maintenance`; one job id per mode, so asking again while
+        it waits or runs is a no-op. Returns (job id, whether it was enqueued now)."""
+        job_id = f"consolidation-{mode}{'-dry' if dry_run else ''}"
+        try:
+            if Job.fetch(job_id, connection=self.connection).get_status(refresh=False) in _ACTIVE:
+                return job_id, False
+        except NoSuchJobError:
+            pass
+        self.queues["maintenance"].enqueue(
+            "enrichment.consolidation.run_consolidation",
+            mode,
+            dry_run,
+            job_id=job_id,
+            retry=self._retry(),
+            job_timeout=max(self.settings.job_timeout_seconds, CONSOLIDATION_TIMEOUT),
+            result_ttl=7 * 86400,
+            failure_ttl=7 * 86400,
+        )
+        return job_id, True
 
     def enqueue_access(self, memory_ids: Sequence[str], at: str) -> None:
         """Log recalled ids and make sure one flush job is pending: a recall costs two cheap Redis
@@ -93,6 +141,53 @@ class JobQueue:
                 out[name] = -1
         return out
 
+    def registry_counts(self) -> dict[str, dict[str, int]]:
+        """Per queue: waiting, running (in flight), scheduled/deferred, failed and finished jobs."""
+        out: dict[str, dict[str, int]] = {}
+        for name, queue in self.queues.items():
+            out[name] = {
+                "queued": queue.count,
+                "in_flight": queue.started_job_registry.count,
+                "scheduled": queue.scheduled_job_registry.count + queue.deferred_job_registry.count,
+                "failed": queue.failed_job_registry.count,
+                "finished": queue.finished_job_registry.count,
+            }
+        return out
+
+    def failed_jobs(self, limit: int = 50) -> list[dict[str, object]]:
+        """The newest failed jobs of every queue: id, function, queue, when, the error's last line."""
+        out: list[dict[str, object]] = []
+        for name, queue in self.queues.items():
+            registry = queue.failed_job_registry
+            for job in Job.fetch_many(registry.get_job_ids(0, limit - 1), connection=self.connection):
+                if job is None:
+                    continue
+                result = job.latest_result()
+                error = (result.exc_string if result is not None else "") or ""
+                out.append(
+                    {
+                        "id": job.id,
+                        "queue": name,
+                        "function": job.func_name,
+                        "ended_at": job.ended_at.isoformat() if job.ended_at else None,
+                        "error": error.strip().splitlines()[-1][:300] if error.strip() else None,
+                    }
+                )
+        return out[:limit]
+
+    def requeue_failed(self) -> int:
+        """Put every failed job back on its queue; the number requeued."""
+        count = 0
+        for queue in self.queues.values():
+            registry = queue.failed_job_registry
+            for job_id in registry.get_job_ids():
+                try:
+                    registry.requeue(job_id)
+                    count += 1
+                except (NoSuchJobError, redis.exceptions.ResponseError):
+                    registry.remove(job_id)
+        return count
+
     def failed_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for name, queue in self.queues.items():
@@ -101,3 +196,7 @@ class JobQueue:
             except redis.exceptions.RedisError:
                 out[name] = -1
         return out
+
+
+def _digest(parts: Iterable[str]) -> str:
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:24]

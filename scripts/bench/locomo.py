@@ -538,11 +538,16 @@ def shared_ids(mappings: dict[str, dict[str, str]]) -> dict[str, list[str]]:
 
 
 def embedding_state(health: dict[str, Any]) -> tuple[int | None, int | None]:
-    """(embedding_pending, drift difference) from a /health body; None when unknown."""
+    """(memories awaiting embedding or enrichment plus queued jobs, drift difference) from a
+    /health body; None when unknown."""
     counts = health.get("counts") or {}
     drift = health.get("drift") or {}
     pending = counts.get("embedding_pending", drift.get("embedding_pending"))
-    return pending, drift.get("difference")
+    if pending is None:
+        return None, drift.get("difference")
+    depths = (health.get("queues") or {}).get("depths") or {}
+    waiting = sum(int(v) for name, v in depths.items() if name in ("embed", "enrich") and int(v) > 0)
+    return pending + int(counts.get("enrichment_pending") or 0) + waiting, drift.get("difference")
 
 
 def wait_for_embeddings(client: httpx.Client, timeout: float, poll: float = 1.0) -> float:

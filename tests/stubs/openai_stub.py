@@ -3,6 +3,9 @@
     with OpenAIStub() as stub:
         client = OpenAI(api_key="k", base_url=stub.base_url)
         stub.fail_next(429, 2)           # the next two requests get HTTP 429
+        stub.fail_next(429, body={"message": "no credit", "code": "insufficient_quota"},
+                       headers={"Retry-After": "30"})  # a custom error body and headers
+        stub.delay = 2.0                 # every answer waits two seconds (client timeouts)
         stub.chat_reply = {"tags": []}   # dicts and lists are sent as JSON text
         stub.requests[-1].body           # what the client sent
 
@@ -13,6 +16,7 @@ vector the stub answers, so tests can compare without a model.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -29,6 +33,13 @@ MODEL_DIMENSIONS = {
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
 }
+
+
+@dataclass
+class ScheduledFailure:
+    status: int
+    body: dict[str, Any] | None = None  # the `error` object; None: a generic one for the status
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,8 +62,10 @@ class OpenAIStub:
         self.chat_reply: Any = chat_reply
         #: when set, requests without `Authorization: Bearer <api_key>` get 401
         self.api_key = api_key
+        #: seconds every request waits before it is answered (to test client timeouts)
+        self.delay = 0.0
         self.requests: list[RecordedRequest] = []
-        self._failures: list[int] = []
+        self._failures: list[ScheduledFailure] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -91,10 +104,21 @@ class OpenAIStub:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     # --- behaviour ------------------------------------------------------------------------------
-    def fail_next(self, status: int, count: int = 1) -> None:
-        """Answer the next `count` requests (any route) with HTTP `status` and an OpenAI error body."""
+    def fail_next(
+        self,
+        status: int,
+        count: int = 1,
+        *,
+        body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer the next `count` requests (any route) with HTTP `status` and an OpenAI error body.
+
+        `body` replaces the generic `error` object (e.g. `{"code": "insufficient_quota", ...}`);
+        `headers` are added to the answer (e.g. `Retry-After`)."""
+        failure = ScheduledFailure(status, body, dict(headers or {}))
         with self._lock:
-            self._failures += [status] * count
+            self._failures += [failure] * count
 
     def reset(self) -> None:
         with self._lock:
@@ -118,8 +142,8 @@ class OpenAIStub:
         return [v / norm for v in raw]
 
     # --- used by the handler --------------------------------------------------------------------
-    def _record(self, request: RecordedRequest) -> int | None:
-        """Store the request; return the status of a scheduled failure, if one is due."""
+    def _record(self, request: RecordedRequest) -> ScheduledFailure | None:
+        """Store the request; return the scheduled failure, if one is due."""
         with self._lock:
             self.requests.append(request)
             return self._failures.pop(0) if self._failures else None
@@ -191,13 +215,19 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         request = RecordedRequest(self.command, self.path, headers, body)
         failure = self.stub._record(request)
+        if self.stub.delay > 0:
+            time.sleep(self.stub.delay)
         status, payload = self._route(body, failure)
         request.status = status
-        self._send(status, payload)
+        # A client that gave up waiting (a timeout test) has closed the socket: nothing to report.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._send(status, payload, failure.headers if failure else {})
 
-    def _route(self, body: Any, failure: int | None) -> tuple[int, dict[str, Any]]:
+    def _route(self, body: Any, failure: ScheduledFailure | None) -> tuple[int, dict[str, Any]]:
         if failure is not None:
-            return failure, _error_body(failure, f"stub failure {failure}")
+            if failure.body is not None:
+                return failure.status, {"error": failure.body}
+            return failure.status, _error_body(failure.status, f"stub failure {failure.status}")
         key = self.stub.api_key
         if key is not None and self.headers.get("Authorization") != f"Bearer {key}":
             return 401, _error_body(401, "Incorrect API key provided")
@@ -208,13 +238,15 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, self.stub._chat(body)
         return 404, _error_body(404, f"no route {self.command} {self.path}")
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(self, status: int, payload: dict[str, Any], extra_headers: dict[str, str]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
-        if status >= 400:
+        if status >= 400 and "retry-after-ms" not in {name.lower() for name in extra_headers}:
             # The openai client honours this header, so its retries of stub failures take 1 ms.
             self.send_header("retry-after-ms", "1")
+        for name, value in extra_headers.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)

@@ -1,0 +1,338 @@
+"""The enrichment pipeline on real FalkorDB, Redis, Qdrant Edge and an in-process RQ worker:
+entities become tags, nodes and MENTIONS edges; PRECEDED_BY follows event time within a scope;
+SIMILAR_TO appears once vectors exist; client changes made during a job survive; reconcile
+re-does work lost with the queue."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from automem.services import Services
+from enrichment import jobs as enrichment_jobs
+from enrichment.enrich import ENRICHMENT_VERSION, first_sentence
+from tests.conftest import ADMIN_TOKEN, Api
+
+ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
+
+
+def _store(api: Api, content: str, **fields: Any) -> str:
+    response = api.post("/memory", json={"content": content, **fields})
+    assert response.status_code == 201, response.get_json()
+    return str(response.get_json()["memory_id"])
+
+
+def _memory(api: Api, memory_id: str) -> dict[str, Any]:
+    response = api.get(f"/memory/{memory_id}")
+    assert response.status_code == 200
+    return dict(response.get_json()["memory"])
+
+
+def test_create_reports_enrichment_queued(api: Api) -> None:
+    response = api.post("/memory", json={"content": "We chose PostgreSQL for the billing service."})
+    assert response.get_json()["enrichment"] == "queued"
+
+
+def test_enrichment_adds_entity_tags_nodes_summary_and_run_info(
+    api: Api, services: Services, jobs: Any
+) -> None:
+    memory_id = _store(
+        api,
+        "We migrated the billing service from MySQL to PostgreSQL. Alice Johnson led it.",
+        tags=["project-x"],
+    )
+    jobs()
+    memory = _memory(api, memory_id)
+    assert memory["enriched"] is True
+    assert "project-x" in memory["tags"]
+    assert "entity:tool:postgresql" in memory["tags"]
+    assert "entity:tool:mysql" in memory["tags"]
+    assert "entity:person:alice-johnson" in memory["tags"]
+    assert "entity:tool" in memory["tag_prefixes"]
+    run = memory["metadata"]["enrichment"]
+    assert run["version"] == ENRICHMENT_VERSION
+    assert run["at"]
+    assert "entity:tool:postgresql" in run["tags"]
+    assert "PostgreSQL" in memory["metadata"]["entities"]["tool"]
+    entities = services.graph.entities_of([memory_id])[memory_id]
+    assert {e["key"] for e in entities} >= {"default:tool:postgresql", "default:person:alice-johnson"}
+    doc = services.graph.get_memory(memory_id)
+    assert doc is not None
+    assert doc["summary"] == "We migrated the billing service from MySQL to PostgreSQL."
+
+
+def test_entity_tags_are_browsable_and_filter_recall(api: Api, jobs: Any) -> None:
+    _store(api, "Bob set up Redis for the session cache.")
+    _store(api, "The weather was nice today.")
+    jobs()
+    listing = api.get("/memory/by-tag?tags=entity:tool:redis").get_json()
+    assert listing["count"] == 1
+    tree = api.get("/tags?prefix=entity").get_json()
+    assert any(item["tag"] == "entity:tool:redis" for item in tree["flat"])
+
+
+def test_entity_nodes_are_shared_between_memories(api: Api, services: Services, jobs: Any) -> None:
+    first = _store(api, "Rachel started a new job at a hospital.")
+    second = _store(api, "I had dinner with Rachel and her sister.")
+    jobs()
+    stats = services.graph.entity_stats(["default:person:rachel"])
+    assert stats == {"default:person:rachel": 2}
+    found = services.graph.entities_of([first, second])
+    assert "default:person:rachel" in {e["key"] for e in found[first]}
+    assert "default:person:rachel" in {e["key"] for e in found[second]}
+
+
+def test_re_enrichment_after_content_change_replaces_entities(
+    api: Api, services: Services, jobs: Any
+) -> None:
+    memory_id = _store(api, "We run everything on Kubernetes.", tags=["infra"])
+    jobs()
+    assert "entity:tool:kubernetes" in _memory(api, memory_id)["tags"]
+    api.patch(f"/memory/{memory_id}", json={"content": "We moved everything to Nomad and Consul."})
+    jobs()
+    memory = _memory(api, memory_id)
+    assert "entity:tool:kubernetes" not in memory["tags"]
+    assert "infra" in memory["tags"]
+    keys = {e["key"] for e in services.graph.entities_of([memory_id]).get(memory_id, [])}
+    assert "default:tool:kubernetes" not in keys
+
+
+def test_client_tags_survive_and_client_entity_tags_are_kept(api: Api, jobs: Any) -> None:
+    memory_id = _store(api, "Plain note without names.", tags=["entity:person:zoe", "notes"])
+    jobs()
+    memory = _memory(api, memory_id)
+    assert memory["tags"][:2] == ["entity:person:zoe", "notes"]
+
+
+def _chain(services: Services, ids: list[str]) -> list[tuple[list[str], list[str]]]:
+    return [services.graph.sequence_links(i) for i in ids]
+
+
+def test_preceded_by_follows_event_time_within_scope(api: Api, services: Services, jobs: Any) -> None:
+    scope = ["chat", "chat:session-1"]
+    first = _store(api, "first turn", tags=scope, timestamp="2025-01-01T10:00:00Z")
+    third = _store(api, "third turn", tags=scope, timestamp="2025-01-01T10:02:00Z")
+    other = _store(api, "another session", tags=["chat", "chat:session-2"], timestamp="2025-01-01T10:01:30Z")
+    jobs()
+    # A late arrival is spliced between the two it belongs between.
+    second = _store(api, "second turn", tags=scope, timestamp="2025-01-01T10:01:00Z")
+    jobs()
+    assert services.graph.sequence_links(third) == ([second], [])
+    assert services.graph.sequence_links(second) == ([first], [third])
+    assert services.graph.sequence_links(first) == ([], [second])
+    assert services.graph.sequence_links(other) == ([], [])
+
+
+def test_equal_timestamps_follow_creation_order(api: Api, services: Services, jobs: Any) -> None:
+    body = {
+        "memories": [
+            {"content": f"turn {n}", "tags": ["log:day-1"], "timestamp": "2025-03-01T00:00:00Z"}
+            for n in range(4)
+        ]
+    }
+    items = api.post("/memory/batch", json=body).get_json()["results"]
+    ids = [item["id"] for item in items]
+    jobs()
+    for earlier, later in zip(ids, ids[1:], strict=False):
+        assert services.graph.sequence_links(later)[0] == [earlier]
+
+
+def test_changing_timestamp_moves_memory_and_heals_the_gap(api: Api, services: Services, jobs: Any) -> None:
+    tags = ["journal"]
+    a = _store(api, "entry a", tags=tags, timestamp="2025-01-01T00:00:00Z")
+    b = _store(api, "entry b", tags=tags, timestamp="2025-01-02T00:00:00Z")
+    c = _store(api, "entry c", tags=tags, timestamp="2025-01-03T00:00:00Z")
+    jobs()
+    api.patch(f"/memory/{b}", json={"timestamp": "2025-01-04T00:00:00Z"})
+    jobs()
+    assert services.graph.sequence_links(c) == ([a], [b])
+    assert services.graph.sequence_links(b) == ([c], [])
+    assert services.graph.sequence_links(a) == ([], [c])
+
+
+def test_session_metadata_defines_the_scope(api: Api, services: Services, jobs: Any) -> None:
+    a = _store(api, "one", tags=["x:y:z"], metadata={"session_id": "s1"}, timestamp="2025-01-01T00:00:00Z")
+    _store(api, "two", tags=["x:y:z"], metadata={"session_id": "s2"}, timestamp="2025-01-01T00:01:00Z")
+    c = _store(api, "three", tags=["other"], metadata={"session_id": "s1"}, timestamp="2025-01-01T00:02:00Z")
+    jobs()
+    assert services.graph.sequence_links(c)[0] == [a]
+
+
+def _vector(seed: float, dimension: int) -> list[float]:
+    return [1.0] + [seed] + [0.0] * (dimension - 2)
+
+
+def test_similar_to_only_after_the_vector_exists(api: Api, services: Services) -> None:
+    from tests.conftest import run_jobs
+
+    dim = services.embedder.dimension
+    first = _store(api, "Alpha note", embedding=_vector(0.0, dim))
+    second = _store(api, "Beta note")  # embedded later by the worker
+    # Enrichment alone (the embedding job has not run): no similarity edge yet.
+    enrichment_jobs_run(services, [second])
+    assert not services.graph.edges_of([second], ["SIMILAR_TO"], 10)
+    # Give the second memory a near-identical vector as a client would, then enrich again.
+    api.patch(f"/memory/{second}", json={"embedding": _vector(0.05, dim)})
+    run_jobs(services)
+    edges = services.graph.edges_of([second], ["SIMILAR_TO"], 10)[second]
+    assert {e["id"] for e in edges} == {first}
+    assert {e["outgoing"] for e in edges} == {True, False}  # both directions
+    assert all(e["strength"] >= 0.8 for e in edges)
+
+
+def test_similar_to_from_the_embedding_job(api: Api, services: Services, jobs: Any) -> None:
+    same = "The nightly backup job copies the Postgres data directory to S3."
+    a = _store(api, same)
+    b = _store(api, same + " It runs at 2am.")
+    _store(api, "Completely unrelated: my cat likes tuna.")
+    jobs()
+    neighbours = {e["id"] for e in services.graph.edges_of([a], ["SIMILAR_TO"], 10).get(a, [])}
+    assert neighbours == {b}
+
+
+def enrichment_jobs_run(services: Services, ids: list[str]) -> dict[str, Any]:
+    from enrichment.context import use_services
+
+    use_services(services)
+    return enrichment_jobs.enrich_memories(ids)
+
+
+def test_patch_during_enrichment_survives(
+    api: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory_id = _store(api, "We use Redis for caching.", tags=["infra"])
+    real_derive = enrichment_jobs.derive
+    patched: list[bool] = []
+
+    def derive_with_a_client_edit(doc: dict[str, Any], **kwargs: Any) -> Any:
+        plan = real_derive(doc, **kwargs)
+        if not patched:  # the client edits the memory after the job read it
+            patched.append(True)
+            response = api.patch(
+                f"/memory/{memory_id}", json={"content": "We use Memcached for caching.", "importance": 0.9}
+            )
+            assert response.status_code == 200
+        return plan
+
+    monkeypatch.setattr(enrichment_jobs, "derive", derive_with_a_client_edit)
+    result = enrichment_jobs_run(services, [memory_id])
+    assert result["enriched"] == 1
+    memory = _memory(api, memory_id)
+    assert memory["content"] == "We use Memcached for caching."
+    assert memory["importance"] == 0.9
+    assert "entity:tool:redis" not in memory["tags"]
+    assert "entity:tool:memcached" in memory["tags"]
+    assert memory["version"] == 2  # enrichment never bumps the client version
+
+
+def test_reconcile_after_queue_loss_redoes_the_work(api: Api, services: Services, jobs: Any) -> None:
+    ids = [_store(api, f"Note {n} about Docker and Kubernetes.") for n in range(3)]
+    for key in services.queue_redis.scan_iter("rq:*"):
+        services.queue_redis.delete(key)
+    assert all(not _memory(api, i)["enriched"] for i in ids)
+    from enrichment.context import use_services
+
+    use_services(services)
+    result = enrichment_jobs.reconcile()
+    assert result["enrichment_queued"] == 3
+    assert result["queued"] == 3  # embeddings too
+    jobs()
+    for memory_id in ids:
+        memory = _memory(api, memory_id)
+        assert memory["enriched"] is True
+        assert memory["embedding_status"] == "stored"
+        assert "entity:tool:docker" in memory["tags"]
+
+
+def test_enrichment_is_idempotent(api: Api, services: Services, jobs: Any) -> None:
+    memory_id = _store(api, "Ana moved to Lisbon.")
+    jobs()
+    before = _memory(api, memory_id)
+    assert enrichment_jobs_run(services, [memory_id]) == {"enriched": 0, "skipped": 1}
+    assert _memory(api, memory_id)["tags"] == before["tags"]
+
+
+def test_disabled_enrichment(
+    api: Api, services: Services, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        services.memories, "settings", settings.model_copy(update={"enrichment_enabled": False})
+    )
+    response = api.post("/memory", json={"content": "Nothing to see."})
+    assert response.get_json()["enrichment"] == "disabled"
+
+
+def test_status_reports_queues_and_counts(api: Api, jobs: Any) -> None:
+    _store(api, "Carol prefers Vim over Emacs.")
+    before = api.get("/enrichment/status").get_json()
+    assert before["status"] == "success"
+    assert before["queue_size"] >= 1
+    assert before["pending_memories"] == 1
+    assert set(before["queues"]) == {"embed", "enrich", "maintenance"}
+    jobs()
+    after = api.get("/enrichment/status").get_json()
+    assert after["pending_memories"] == 0
+    assert after["stats"]["enriched"] >= 1
+    assert after["stats"]["last_success_id"]
+    assert after["llm"] == {"configured": False}
+
+
+def test_reprocess_requires_admin_and_validates(api: Api) -> None:
+    assert api.post("/enrichment/reprocess", json={"all": True}).status_code == 403
+    bad = api.post("/enrichment/reprocess", json={}, headers=ADMIN)
+    assert bad.status_code == 400
+    assert bad.get_json()["code"] == "invalid_input"
+    bad_id = api.post("/enrichment/reprocess", json={"ids": ["nope"]}, headers=ADMIN)
+    assert bad_id.status_code == 400
+    assert bad_id.get_json()["field"] == "ids"
+
+
+def test_reprocess_by_id_and_all(api: Api, services: Services, jobs: Any) -> None:
+    memory_id = _store(api, "Dan joined Acme Corp.")
+    jobs()
+    first_run = _memory(api, memory_id)["metadata"]["enrichment"]["at"]
+    response = api.post("/enrichment/reprocess", json={"ids": [memory_id]}, headers=ADMIN)
+    assert response.status_code == 202
+    assert response.get_json()["queued"] == 1
+    jobs()
+    assert _memory(api, memory_id)["metadata"]["enrichment"]["at"] > first_run
+    everything = api.post("/enrichment/reprocess", json={"all": True}, headers=ADMIN).get_json()
+    assert everything["queued"] == 1
+
+
+def test_failed_jobs_are_listed_and_requeued(
+    api: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import run_jobs
+
+    memory_id = _store(api, "Eve uses Terraform.")
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("extractor exploded")
+
+    monkeypatch.setattr(enrichment_jobs, "derive", broken)
+    run_jobs(services)
+    listing = api.get("/admin/jobs", headers=ADMIN).get_json()
+    failed = [j for j in listing["failed_jobs"] if j["function"] == "enrichment.jobs.enrich_memories"]
+    assert failed
+    assert "extractor exploded" in failed[0]["error"]
+    status = api.get("/enrichment/status").get_json()
+    assert status["failed"] >= 1
+    assert "RuntimeError" in status["stats"]["last_error"]
+    monkeypatch.undo()
+    requeued = api.post("/enrichment/reprocess", json={"failed": True}, headers=ADMIN).get_json()
+    assert requeued["requeued_failed"] >= 1
+    run_jobs(services)
+    assert _memory(api, memory_id)["enriched"] is True
+    assert api.get("/admin/jobs").status_code == 403
+
+
+def test_first_sentence_is_cut_at_a_word_boundary() -> None:
+    assert first_sentence("Short one. Second.", 50) == "Short one."
+    long = "word " * 100
+    cut = first_sentence(long, 30)
+    assert len(cut) <= 31
+    assert cut.endswith("…")
+    assert json.dumps(cut)
