@@ -53,7 +53,11 @@ def dedup_key(tenant: str, chash: str) -> str:
 
 def public_memory(doc: dict[str, Any]) -> dict[str, Any]:
     """The client-facing shape of a stored memory."""
-    embedded = doc.get("embedding_hash") is not None and doc.get("embedding_hash") == doc.get("content_hash")
+    embedded = doc.get("embedded")
+    if embedded is None:
+        embedded = doc.get("embedding_hash") is not None and doc.get("embedding_hash") == doc.get(
+            "content_hash"
+        )
     return {
         "id": doc["id"],
         "memory_id": doc["id"],

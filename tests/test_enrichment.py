@@ -5,6 +5,7 @@ re-does work lost with the queue."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -135,7 +136,7 @@ def test_equal_timestamps_follow_creation_order(api: Api, services: Services, jo
     items = api.post("/memory/batch", json=body).get_json()["results"]
     ids = [item["id"] for item in items]
     jobs()
-    for earlier, later in zip(ids, ids[1:], strict=False):
+    for earlier, later in itertools.pairwise(ids):
         assert services.graph.sequence_links(later)[0] == [earlier]
 
 

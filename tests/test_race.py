@@ -6,6 +6,7 @@ worker is a separate `automem worker` process, exactly as in embedded mode.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -95,7 +96,8 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
         assert doc["embedding_hash"] == doc["content_hash"]
         payload = points[memory_id].payload
         assert payload["tags"] == patch["tags"] and payload["content"] == content
-        assert payload["metadata"] == {"n": patch["metadata"]["n"]}
+        assert payload["metadata"]["n"] == patch["metadata"]["n"]
+        assert payload["metadata"] == json.loads(doc["metadata"])  # enrichment's run info included
         assert payload["rev"] == doc["rev"]
         expected_vector = svc.embedder.embed_one(content)
         assert points[memory_id].vector is not None

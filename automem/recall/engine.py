@@ -100,9 +100,10 @@ class RecallEngine:
             relevance(pool)
         with timer.stage("hydrate"):
             self._hydrate(pool, flt)
+        edges: dict[str, list[dict[str, Any]]] = {}
         if not listing:
             with timer.stage("expand"):
-                expand(self.svc.graph, pool, flt, q, self._hydrate_ids)
+                expand(self.svc.graph, pool, flt, q, self._hydrate_ids, edges, self.pool)
         if q.state_mode == "current":
             with timer.stage("state"):
                 resolve_current(self.svc.graph, pool, flt, self._hydrate_ids)
@@ -110,7 +111,7 @@ class RecallEngine:
             final_scores(pool, tuple(context_prefixes(q)), listing)
             results = self._cut(pool, q, flt)
         with timer.stage("relations"):
-            relations = self.svc.graph.edges_of([c.id for c in results], MEMORY_LINKS, q.relation_limit)
+            relations = self._relations([c.id for c in results], q.relation_limit, edges, pool)
         self._record_access([c.id for c in results])
         return self._response(q, flt, results, relations, timer, degraded, listing)
 
@@ -125,6 +126,9 @@ class RecallEngine:
     ) -> None:
         vector: Future[list[Hit]] | None = None
         keyword: Future[list[Hit]] | None = None
+        # The keyword channel needs no embedding: it runs while the query is embedded.
+        if q.query and self.svc.vectors is not None:
+            keyword = self.pool.submit(self._timed, timer, "keyword", self._keyword, q.query, flt, fetch)
         if self.svc.vectors is not None:
             with timer.stage("embed"):
                 query_vector = self._query_vector(q, degraded)
@@ -132,8 +136,6 @@ class RecallEngine:
                 vector = self.pool.submit(
                     self._timed, timer, "vector", self._vector, query_vector, flt, fetch
                 )
-        if q.query and self.svc.vectors is not None:
-            keyword = self.pool.submit(self._timed, timer, "keyword", self._keyword, q.query, flt, fetch)
         for name, future in (("vector", vector), ("keyword", keyword)):
             if future is not None:
                 hits = self._collect(name, future, degraded)
@@ -212,7 +214,7 @@ class RecallEngine:
         return confirmed
 
     def _hydrate_ids(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        return {d["id"]: d for d in self.svc.graph.get_memories(ids)} if ids else {}
+        return {d["id"]: d for d in self.svc.graph.get_memories(ids, view="recall")} if ids else {}
 
     def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
         """The best `limit` distinct memories at or above `min_score`, confirmed by the graph."""
@@ -229,6 +231,23 @@ class RecallEngine:
                     seen_content.add(key)
                     out.append(candidate)
         return out
+
+    def _relations(
+        self, ids: list[str], limit: int, known: dict[str, list[dict[str, Any]]], pool: CandidatePool
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Edges of the results, each with a summary of the other memory. The seeds' edges were
+        already read by the graph channel, and most other ends are candidates whose memory is
+        at hand; only the rest are read."""
+        missing = [i for i in ids if i not in known]
+        fetched = self.svc.graph.edges_of(missing, MEMORY_LINKS, limit) if missing else {}
+        edges = {i: (known.get(i) or fetched.get(i, []))[:limit] for i in ids}
+        others = {e["id"] for found in edges.values() for e in found}
+        docs = {i: pool.by_id[i].doc for i in others if i in pool.by_id and pool.by_id[i].doc}
+        docs.update(self._hydrate_ids([i for i in others if i not in docs]))
+        return {
+            i: [{**e, "memory": docs[e["id"]]} for e in found if e["id"] in docs]
+            for i, found in edges.items()
+        }
 
     def _record_access(self, ids: list[str]) -> None:
         """Access bookkeeping happens in a job, off the request path; losing it loses nothing."""
@@ -292,6 +311,7 @@ def _item(candidate: Candidate, relations: list[dict[str, Any]]) -> dict[str, An
 
 
 def _relation(edge: dict[str, Any]) -> dict[str, Any]:
+    other = edge["memory"]
     return {
         "type": edge["type"],
         "direction": "outgoing" if edge["outgoing"] else "incoming",
@@ -299,10 +319,10 @@ def _relation(edge: dict[str, Any]) -> dict[str, Any]:
         "system": edge["type"] in SYSTEM,
         "memory": {
             "id": edge["id"],
-            "type": edge.get("type_"),
-            "timestamp": edge.get("timestamp"),
-            "importance": edge.get("importance"),
-            "tags": (edge.get("tags") or [])[:5],
-            "content": (edge.get("content") or "")[:160],
+            "type": other.get("type"),
+            "timestamp": other.get("timestamp"),
+            "importance": other.get("importance"),
+            "tags": (other.get("tags") or [])[:5],
+            "content": (other.get("content") or "")[:160],
         },
     }

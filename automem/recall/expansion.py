@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from typing import Any
 
 from automem.recall.filters import RecallFilter
-from automem.recall.fusion import Candidate, CandidatePool
+from automem.recall.fusion import CONTEXT_WEIGHT, IMPORTANCE_WEIGHT, Candidate, CandidatePool
 from automem.recall.query import RecallQuery
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
@@ -41,6 +42,7 @@ ENTITY_WEIGHT = 0.6
 ENTITY_SEEDS = 5
 ENTITY_MAX_MENTIONS = 50
 ENTITY_FANOUT = 5
+PRIOR_SHARE = IMPORTANCE_WEIGHT + CONTEXT_WEIGHT
 
 Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
 
@@ -51,21 +53,57 @@ def expand(
     flt: RecallFilter,
     q: RecallQuery,
     hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
+    edge_cache: dict[str, list[dict[str, Any]]] | None = None,
+    executor: Executor | None = None,
 ) -> int:
+    """Admit the seeds' neighbours; the seeds' edges are left in `edge_cache` (the relations
+    stage reuses them). With an `executor`, entity links are read while typed edges are."""
     if q.expansion_limit == 0 or not len(pool):
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
+    floor = _reachable_floor(pool, q.limit)
     offers: Offers = {}
-    if q.expand_relations and q.relation_limit > 0:
-        edges = graph.edges_of(list(relevance_of), MEMORY_LINKS, q.relation_limit)
-        _merge(offers, _edge_offers(relevance_of, edges, q.expand_min_strength))
-        _damp_hubs(offers, graph.degrees(list(offers)))
+    entity_offers: Future[Offers] | None = None
     if q.expand_entities:
         entity_seeds = dict(list(relevance_of.items())[:ENTITY_SEEDS])
-        _merge(offers, _entity_offers(graph, entity_seeds, flt))
-    offers = {k: v for k, v in offers.items() if k not in relevance_of or v[0] > 0}
-    return _admit(pool, offers, flt, q, hydrate)
+        if executor is not None:
+            entity_offers = executor.submit(_entity_offers, graph, entity_seeds, flt)
+        else:
+            entity_offers = _done(_entity_offers(graph, entity_seeds, flt))
+    if q.expand_relations and q.relation_limit > 0:
+        edges = graph.edges_of(list(relevance_of), MEMORY_LINKS, q.relation_limit)
+        if edge_cache is not None:
+            edge_cache.update(edges)
+            edge_cache.update({seed: [] for seed in relevance_of if seed not in edges})
+        linked = _above(_edge_offers(relevance_of, edges, q.expand_min_strength), floor)
+        _damp_hubs(linked, {e["id"]: e["degree"] for found in edges.values() for e in found})
+        _merge(offers, linked)
+    if entity_offers is not None:
+        _merge(offers, _above(entity_offers.result(), floor))
+    return _admit(pool, _above(offers, floor), flt, q, hydrate)
+
+
+def _done(offers: Offers) -> Future[Offers]:
+    future: Future[Offers] = Future()
+    future.set_result(offers)
+    return future
+
+
+def _above(offers: Offers, floor: float) -> Offers:
+    return {k: v for k, v in offers.items() if v[0] >= floor}
+
+
+def _reachable_floor(pool: CandidatePool, limit: int) -> float:
+    """The least inherited relevance with which a new memory could still make the top `limit`.
+
+    Final scores are SHARE x relevance plus at most PRIOR_SHARE of priors, so a neighbour whose
+    relevance trails the limit-th candidate's by more than PRIOR_SHARE / SHARE can never pass it;
+    such neighbours are not read from the graph at all."""
+    ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
+    if len(ranked) < limit:
+        return 0.0
+    return ranked[limit - 1] - PRIOR_SHARE / (1.0 - PRIOR_SHARE)
 
 
 def _admit(

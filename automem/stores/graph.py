@@ -19,6 +19,7 @@ from falkordb import FalkorDB
 
 from automem.errors import StoreUnavailable
 from automem.stores.graph_consolidation import ConsolidationQueries
+from automem.tags import tag_prefixes
 
 if TYPE_CHECKING:
     from automem.recall.filters import RecallFilter
@@ -27,7 +28,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Properties returned for a memory; the embedding is left out (large) unless asked for.
+# Properties returned for a memory; the embedding is left out (large) unless asked for, and
+# `tag_prefixes` is derived from `tags` on read: FalkorDB returns array properties slowly
+# (~35 us per row each), and every recall reads memories several times.
 MEMORY_FIELDS = (
     "id",
     "tenant",
@@ -36,7 +39,6 @@ MEMORY_FIELDS = (
     "type",
     "confidence",
     "tags",
-    "tag_prefixes",
     "importance",
     "metadata",
     "timestamp",
@@ -60,6 +62,34 @@ MEMORY_FIELDS = (
 )
 
 
+# What recall reads of a memory: its public shape and every field filters test. Each returned
+# column costs FalkorDB ~4 us per row, so recall leaves out the bookkeeping fields.
+RECALL_FIELDS = tuple(
+    f
+    for f in MEMORY_FIELDS
+    if f
+    not in (
+        "content_hash",
+        "embedding_model",
+        "enriched_at",
+        "enrichment_version",
+        "classification",
+        "seq_scope",
+        "deleted_at",
+        "rev",
+        "summary",
+    )
+)
+_RECALL_PROJECTION = ", ".join(f"m.{f}" for f in RECALL_FIELDS) + ", m.embedding_hash = m.content_hash"
+
+
+def _recall_doc(row: Sequence[Any]) -> dict[str, Any]:
+    doc = dict(zip(RECALL_FIELDS, row, strict=False))
+    doc["embedded"] = bool(row[len(RECALL_FIELDS)])
+    doc["tag_prefixes"] = tag_prefixes(doc.get("tags") or [])
+    return doc
+
+
 def _fields(embedding: bool) -> tuple[str, ...]:
     return (*MEMORY_FIELDS, "embedding") if embedding else MEMORY_FIELDS
 
@@ -70,7 +100,9 @@ def _projection(alias: str = "m", embedding: bool = False) -> str:
 
 
 def _doc(row: Sequence[Any], embedding: bool = False) -> dict[str, Any]:
-    return dict(zip(_fields(embedding), row, strict=False))
+    doc = dict(zip(_fields(embedding), row, strict=False))
+    doc["tag_prefixes"] = tag_prefixes(doc.get("tags") or [])
+    return doc
 
 
 _PROJECTION = _projection()
@@ -298,8 +330,14 @@ class GraphStore(ConsolidationQueries):
         rows = self._ro(cypher, {"id": memory_id, "all": include_deleted})
         return _doc(rows[0]) if rows else None
 
-    def get_memories(self, ids: Sequence[str], with_embedding: bool = False) -> list[dict[str, Any]]:
-        """Memories by id, deleted ones included (callers decide), in no particular order."""
+    def get_memories(
+        self, ids: Sequence[str], with_embedding: bool = False, view: Literal["full", "recall"] = "full"
+    ) -> list[dict[str, Any]]:
+        """Memories by id, deleted ones included (callers decide), in no particular order.
+        `view="recall"` reads only what recall shows and filters on (RECALL_FIELDS)."""
+        if view == "recall":
+            cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {_RECALL_PROJECTION}"
+            return [_recall_doc(row) for row in self._ro(cypher, {"ids": list(ids)})]
         projection = _PROJECTION_WITH_EMBEDDING if with_embedding else _PROJECTION
         cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {projection}"
         return [_doc(row, with_embedding) for row in self._ro(cypher, {"ids": list(ids)})]
@@ -559,14 +597,14 @@ class GraphStore(ConsolidationQueries):
         return int(result[0][0]) if result else 0
 
     def entities_of(self, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
-        """The entities each memory mentions, with how many active memories mention each."""
+        """The entities each memory mentions, with how many memories mention each (deleted ones
+        included until purged: the degree counter is read, not the memories)."""
         cypher = """
         MATCH (m:Memory) WHERE m.id IN $ids
         WITH m
         MATCH (m)-[:MENTIONS]->(e:Entity)
-        OPTIONAL MATCH (e)<-[:MENTIONS]-(o:Memory) WHERE o.state = 'active'
-        WITH m, e, count(o) AS mentions
-        RETURN m.id, collect({key: e.key, kind: e.kind, slug: e.slug, name: e.name, mentions: mentions})
+        RETURN m.id, collect({key: e.key, kind: e.kind, slug: e.slug, name: e.name,
+                              mentions: indegree(e, 'MENTIONS')})
         """
         return {mid: [dict(e) for e in ents] for mid, ents in self._ro(cypher, {"ids": list(ids)})}
 
@@ -655,7 +693,11 @@ class GraphStore(ConsolidationQueries):
         limit_per: int,
     ) -> dict[str, list[dict[str, Any]]]:
         """Up to `limit_per` edges of each memory to other memories (either direction), strongest
-        and newest first, with a summary of the other end."""
+        and newest first: {type, outgoing, strength, id and degree (edges of these types) of the
+        other memory}.
+
+        Only scalars in lists come back (maps and the other memory's fields cost ~3x to return);
+        callers describe the other memory from documents they already hold."""
         if not ids or limit_per <= 0:
             return {}
         cypher = """
@@ -665,13 +707,18 @@ class GraphStore(ConsolidationQueries):
         WHERE type(r) IN $types AND o.state <> 'deleted'
         WITH mid, r, o, startNode(r) = m AS outgoing
         ORDER BY coalesce(r.strength, r.score, 0.0) DESC, coalesce(r.updated_at, '') DESC
-        WITH mid, collect({type: type(r), outgoing: outgoing, strength: coalesce(r.strength, r.score),
-                           updated_at: r.updated_at, id: o.id, content: o.content, type_: o.type,
-                           timestamp: o.timestamp, importance: o.importance, tags: o.tags})[0..$n] AS edges
-        RETURN mid, edges
+        WITH mid, collect([type(r), outgoing, coalesce(r.strength, r.score), o])[0..$n] AS edges
+        RETURN mid, [e IN edges | [e[0], e[1], e[2], e[3].id,
+                                   indegree(e[3], $types) + outdegree(e[3], $types)]]
         """
         rows = self._ro(cypher, {"ids": list(ids), "types": list(types), "n": limit_per})
-        return {mid: [dict(e) for e in edges] for mid, edges in rows}
+        return {
+            mid: [
+                {"type": t, "outgoing": bool(out), "strength": st, "id": oid, "degree": int(deg)}
+                for t, out, st, oid, deg in edges
+            ]
+            for mid, edges in rows
+        }
 
     def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
         """Outgoing (old → new) supersession edges of these memories: (old_id, new_id, type)."""
@@ -712,14 +759,6 @@ class GraphStore(ConsolidationQueries):
         """
         rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
         return [{**_doc(row[:-1]), "hops": row[-1]} for row in rows]
-
-    def degrees(self, ids: Sequence[str]) -> dict[str, int]:
-        cypher = """
-        MATCH (m:Memory) WHERE m.id IN $ids
-        OPTIONAL MATCH (m)-[r]-(:Memory)
-        RETURN m.id, count(r)
-        """
-        return {mid: int(n) for mid, n in self._ro(cypher, {"ids": list(ids)})}
 
     def touch(self, rows: Sequence[dict[str, Any]]) -> int:
         """Record accesses {id, at, n}: the newest last_accessed wins, access_count grows by n;
