@@ -125,7 +125,12 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
-BENCHMARKS = {"locomo": "locomo.py", "write-path": "write_path.py", "bm25": "bm25_backends.py"}
+BENCHMARKS = {
+    "locomo": "locomo.py",
+    "write-path": "write_path.py",
+    "bm25": "bm25_backends.py",
+    "enrichment": "enrichment.py",
+}
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -174,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")
     st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
     st.set_defaults(func=cmd_settings)
-    bench = sub.add_parser("bench", help="run a benchmark: locomo (recall quality), write-path, bm25")
+    bench = sub.add_parser(
+        "bench", help="run a benchmark: locomo (recall quality), write-path, bm25, enrichment"
+    )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
     bench.set_defaults(func=cmd_bench)

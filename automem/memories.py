@@ -67,7 +67,7 @@ def public_memory(doc: dict[str, Any]) -> dict[str, Any]:
         "tags": doc.get("tags") or [],
         "tag_prefixes": doc.get("tag_prefixes") or [],
         "importance": doc.get("importance"),
-        "metadata": json.loads(doc["metadata"]) if doc.get("metadata") else {},
+        "metadata": _metadata_of(doc),
         "timestamp": doc.get("timestamp"),
         "created_at": doc.get("created_at"),
         "updated_at": doc.get("updated_at"),
@@ -512,6 +512,14 @@ def _merge_metadata(stored: str | None, patch: dict[str, Any]) -> dict[str, Any]
         else:
             merged[key] = value
     return merged
+
+
+def _metadata_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """Metadata as an object: a JSON string in the graph, already an object in a vector payload."""
+    raw = doc.get("metadata")
+    if isinstance(raw, dict):
+        return raw
+    return json.loads(raw) if raw else {}
 
 
 def _changes_enrichment_input(current: dict[str, Any], props: dict[str, Any], body: MemoryUpdate) -> bool:

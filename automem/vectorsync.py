@@ -44,6 +44,8 @@ PAYLOAD_FIELDS = (
     "tenant",
     "version",
     "rev",
+    "created_at",
+    "enriched",
 )
 
 
@@ -51,6 +53,9 @@ def payload_for(doc: dict[str, Any]) -> dict[str, Any]:
     payload = {key: doc.get(key) for key in PAYLOAD_FIELDS}
     payload["metadata"] = json.loads(doc["metadata"]) if doc.get("metadata") else {}
     payload["rev"] = int(doc.get("rev") or 0)
+    payload["embedded"] = doc.get("embedding_hash") is not None and doc.get("embedding_hash") == doc.get(
+        "content_hash"
+    )
     return payload
 
 

@@ -317,3 +317,29 @@ def test_access_bookkeeping_happens_off_the_request_path(api: Api, services: Ser
         "MATCH (m:Memory {id: $id}) RETURN m.access_count, m.last_accessed, m.version", {"id": memory_id}
     )[0]
     assert counted[0] == 2 and counted[1] > before["last_accessed"] and counted[2] == before["version"]
+
+
+# --- payload copies stand in for the graph only when current ----------------------------------
+def test_a_lagging_payload_never_answers(api: Api, services: Services, jobs: Any) -> None:
+    memory_id = store(api, "The staging cluster runs on spot instances", tags=["infra"])
+    jobs()
+    fresh = recall(api, query="staging cluster spot instances")
+    assert fresh["results"][0]["memory"]["content"] == "The staging cluster runs on spot instances"
+    # Change the graph behind the vector store's back: its payload now lags by one rev.
+    doc = services.graph.get_memory(memory_id)
+    assert doc is not None
+    services.graph.update_memory(
+        memory_id, {"importance": 0.95, "tags": ["infra", "moved"]}, int(doc["version"])
+    )
+    lagging = recall(api, query="staging cluster spot instances")
+    memory = lagging["results"][0]["memory"]
+    assert memory["importance"] == 0.95
+    assert memory["tags"] == ["infra", "moved"]
+
+
+def test_recalled_memories_keep_the_public_shape(api: Api, jobs: Any) -> None:
+    memory_id = store(api, "Prefer tabs over spaces in Go code", metadata={"source": "review"})
+    jobs()
+    via_recall = recall(api, query="tabs spaces Go")["results"][0]["memory"]
+    via_get = api.get(f"/memory/{memory_id}").get_json()["memory"]
+    assert via_recall == via_get

@@ -29,7 +29,7 @@ from concurrent.futures import Executor, Future
 from typing import Any
 
 from automem.recall.filters import RecallFilter
-from automem.recall.fusion import CONTEXT_WEIGHT, IMPORTANCE_WEIGHT, Candidate, CandidatePool
+from automem.recall.fusion import Candidate, CandidatePool, reachable_floor
 from automem.recall.query import RecallQuery
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
@@ -42,7 +42,6 @@ ENTITY_WEIGHT = 0.6
 ENTITY_SEEDS = 5
 ENTITY_MAX_MENTIONS = 50
 ENTITY_FANOUT = 5
-PRIOR_SHARE = IMPORTANCE_WEIGHT + CONTEXT_WEIGHT
 
 Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
 
@@ -62,7 +61,7 @@ def expand(
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
-    floor = _reachable_floor(pool, q.limit)
+    floor = reachable_floor(pool, q.limit, bool(q.context_tags))
     offers: Offers = {}
     entity_offers: Future[Offers] | None = None
     if q.expand_entities:
@@ -92,18 +91,6 @@ def _done(offers: Offers) -> Future[Offers]:
 
 def _above(offers: Offers, floor: float) -> Offers:
     return {k: v for k, v in offers.items() if v[0] >= floor}
-
-
-def _reachable_floor(pool: CandidatePool, limit: int) -> float:
-    """The least inherited relevance with which a new memory could still make the top `limit`.
-
-    Final scores are SHARE x relevance plus at most PRIOR_SHARE of priors, so a neighbour whose
-    relevance trails the limit-th candidate's by more than PRIOR_SHARE / SHARE can never pass it;
-    such neighbours are not read from the graph at all."""
-    ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
-    if len(ranked) < limit:
-        return 0.0
-    return ranked[limit - 1] - PRIOR_SHARE / (1.0 - PRIOR_SHARE)
 
 
 def _admit(

@@ -81,6 +81,23 @@ def relevance(pool: CandidatePool) -> None:
         candidate.components["relevance"] = fused / total_weight
 
 
+RELEVANCE_SHARE = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
+
+
+def reachable_floor(pool: CandidatePool, limit: int, context_tags: bool) -> float:
+    """The least relevance with which a memory could still make the top `limit`.
+
+    Final scores are RELEVANCE_SHARE x relevance plus the priors (importance, and the context
+    boost when context tags were given), so a memory whose relevance trails the limit-th
+    candidate's by more than the largest possible prior difference / RELEVANCE_SHARE can never
+    pass it, whatever its importance or tags."""
+    ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
+    if len(ranked) < limit:
+        return 0.0
+    priors = IMPORTANCE_WEIGHT + (CONTEXT_WEIGHT if context_tags else 0.0)
+    return ranked[limit - 1] - priors / RELEVANCE_SHARE
+
+
 def _normalised(channel: str, raw: float, best: float) -> float:
     if channel == "vector":
         return max(0.0, min(1.0, raw))
@@ -97,8 +114,11 @@ def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bo
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
         candidate.components.update({"importance": importance, "context": boost})
-        share = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
-        score = base if listing else share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
+        score = (
+            base
+            if listing
+            else RELEVANCE_SHARE * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
+        )
         candidate.score = round(min(1.0, max(0.0, score)), 6)
 
 

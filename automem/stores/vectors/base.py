@@ -138,12 +138,19 @@ class VectorStore(abc.ABC):
         limit: int,
         flt: Filter | None = None,
         score_threshold: float | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
-        """Nearest points by cosine similarity, best first, with the filter applied in the engine."""
+        """Nearest points by cosine similarity, best first, with the filter applied in the engine
+        (`with_payload=False`: ids and scores only, an empty payload)."""
 
     @abc.abstractmethod
     def keyword_search(
-        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+        self,
+        text: str,
+        limit: int,
+        flt: Filter | None = None,
+        idf_scope: Filter | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         """BM25 matches of `text`, best first, filtered in the engine; IDF is computed over the
         points matching `idf_scope` (the whole collection when None)."""

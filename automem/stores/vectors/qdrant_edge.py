@@ -221,6 +221,7 @@ class EdgeVectorStore(VectorStore):
         limit: int,
         flt: Filter | None = None,
         score_threshold: float | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         dimension = self.dimension()
         if dimension is None or limit <= 0:
@@ -232,12 +233,17 @@ class EdgeVectorStore(VectorStore):
                 query=qe.Query.Nearest(list(vector)),
                 filter=_filter(flt),
                 score_threshold=score_threshold,
-                with_payload=True,
+                with_payload=with_payload,
             )
         )
 
     def keyword_search(
-        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+        self,
+        text: str,
+        limit: int,
+        flt: Filter | None = None,
+        idf_scope: Filter | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         query = self.encoder.query(text)
         if not query.indices or limit <= 0:
@@ -249,7 +255,7 @@ class EdgeVectorStore(VectorStore):
                 query=qe.Query.Nearest(query, using=SPARSE_NAME),
                 filter=_filter(flt),
                 params=params,
-                with_payload=True,
+                with_payload=with_payload,
             )
         )
 

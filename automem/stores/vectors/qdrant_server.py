@@ -243,19 +243,22 @@ class QdrantVectorStore(VectorStore):
         limit: int,
         flt: Filter | None = None,
         score_threshold: float | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         dimension = self.dimension()
         if dimension is None or limit <= 0:
             return []
         check_dimension(vector, dimension)
         return self._query(
-            query=list(vector), query_filter=_filter(flt), limit=limit, score_threshold=score_threshold
+            query=list(vector),
+            query_filter=_filter(flt),
+            limit=limit,
+            score_threshold=score_threshold,
+            with_payload=with_payload,
         )
 
     def _query(self, **request: Any) -> list[VectorHit]:
-        response = self._read_or(
-            None, lambda: self.client.query_points(self.collection, with_payload=True, **request)
-        )
+        response = self._read_or(None, lambda: self.client.query_points(self.collection, **request))
         if response is None:
             return []
         return [
@@ -264,7 +267,12 @@ class QdrantVectorStore(VectorStore):
         ]
 
     def keyword_search(
-        self, text: str, limit: int, flt: Filter | None = None, idf_scope: Filter | None = None
+        self,
+        text: str,
+        limit: int,
+        flt: Filter | None = None,
+        idf_scope: Filter | None = None,
+        with_payload: bool = True,
     ) -> list[VectorHit]:
         weights = self.encoder.query(text)
         if not weights.indices or limit <= 0:
@@ -273,7 +281,12 @@ class QdrantVectorStore(VectorStore):
         corpus = _filter(idf_scope)
         params = qm.SearchParams(idf=qm.IdfCorpusParams(corpus=corpus)) if corpus else None
         return self._query(
-            query=query, using=SPARSE_NAME, query_filter=_filter(flt), search_params=params, limit=limit
+            query=query,
+            using=SPARSE_NAME,
+            query_filter=_filter(flt),
+            search_params=params,
+            limit=limit,
+            with_payload=with_payload,
         )
 
     def count(self, flt: Filter | None = None) -> int:
