@@ -50,9 +50,9 @@ def create_app(
 
 
 def _register_blueprints(app: Flask) -> None:
-    from automem.api import consolidation, enrichment, graph, health, memories, pending, recall, tags
+    from automem.api import admin, consolidation, enrichment, graph, health, memories, pending, recall, tags
 
-    for module in (health, memories, tags, recall, graph, enrichment, consolidation, pending):
+    for module in (health, memories, tags, recall, graph, enrichment, consolidation, admin, pending):
         app.register_blueprint(module.bp)
 
 

@@ -283,3 +283,11 @@ class ReprocessBody(_Body):
         if self.ids:
             self.ids = [parse_uuid(i, "ids") for i in self.ids]
         return self
+
+
+class SyncBody(_Body):
+    """POST /admin/sync: repair vectors that lag the graph, or (`all`) rewrite every point."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    all: StrictBool = False

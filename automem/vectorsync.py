@@ -121,8 +121,9 @@ class VectorSync:
             self.vectors.upsert(points)
         return len(points)
 
-    def repair(self, page: int = 1000) -> int:
-        """Re-apply every memory whose point is missing or older than the graph; returns how many.
+    def repair(self, page: int = 1000, force: bool = False) -> int:
+        """Re-apply every memory whose point is missing or older than the graph (with `force`,
+        every memory: payloads are rewritten in the current shape); returns how many.
 
         Covers writes lost between the graph commit and the vector write (a crash there, a lost
         stream entry). Orphan points of purged memories are left to the purge/rebuild tools."""
@@ -130,7 +131,7 @@ class VectorSync:
         repaired, after = 0, ""
         while rows := self.graph.revs_page(after, page):
             stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
-            stale = [memory_id for memory_id, rev in rows if stored.get(memory_id, -1) < rev]
+            stale = [memory_id for memory_id, rev in rows if force or stored.get(memory_id, -1) < rev]
             if stale:
                 self.apply(stale)
                 repaired += len(stale)

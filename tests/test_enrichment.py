@@ -337,3 +337,22 @@ def test_first_sentence_is_cut_at_a_word_boundary() -> None:
     assert len(cut) <= 31
     assert cut.endswith("…")
     assert json.dumps(cut)
+
+
+def test_admin_sync_repairs_vectors_from_the_graph(api: Api, services: Services, jobs: Any) -> None:
+    ids = [_store(api, f"Sync note {n}") for n in range(3)]
+    jobs()
+    assert services.vectors is not None
+    services.vectors.delete(ids[:2])  # lost vector writes
+    assert api.post("/admin/sync").status_code == 403
+    response = api.post("/admin/sync", headers=ADMIN)
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["repaired"] == 2
+    assert body["difference"] == 0
+    assert {r.id for r in services.vectors.retrieve(ids)} == set(ids)
+    everything = api.post("/admin/sync", json={"all": True}, headers=ADMIN).get_json()
+    assert everything["repaired"] == 3
+    bad = api.post("/admin/sync", json={"all": "yes"}, headers=ADMIN)
+    assert bad.status_code == 400
+    assert bad.get_json()["field"] == "all"

@@ -19,7 +19,6 @@ NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
     ("POST", "/admin/reembed"),
-    ("POST", "/admin/sync"),
     ("GET", "/backup"),
     ("POST", "/admin/restore"),
     ("GET", "/openapi.json"),

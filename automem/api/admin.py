@@ -1,0 +1,35 @@
+"""Admin maintenance routes: POST /admin/sync (vectors repaired from the graph)."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, request
+
+from automem.api import json_body, respond, services
+from automem.auth import require_admin
+from automem.errors import StoreUnavailable
+from automem.models import SyncBody, parse
+
+bp = Blueprint("admin", __name__)
+
+
+@bp.post("/admin/sync")
+@require_admin
+def sync() -> tuple[Response, int]:
+    """Bring the vector store back in line with the graph, the source of truth: every point
+    missing or older than its memory is rewritten (`{"all": true}`: every point)."""
+    svc = services()
+    body = parse(SyncBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
+    if svc.vectors is None:
+        raise StoreUnavailable("this process does not own the vector store")
+    repaired = svc.sync.repair(force=body.all)
+    total = svc.graph.counts()["total"]
+    points = svc.vectors.count()
+    return respond(
+        {
+            "status": "success",
+            "repaired": repaired,
+            "graph_memories": total,
+            "vector_points": points,
+            "difference": total - points,
+        }
+    )
