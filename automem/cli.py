@@ -8,6 +8,7 @@ import logging
 import os
 import runpy
 import sys
+import time
 from pathlib import Path
 
 from automem.errors import ConfigurationError
@@ -103,6 +104,24 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reembed(args: argparse.Namespace) -> int:
+    """Queue re-embedding (workers do it) and, with --wait, report progress until done."""
+    from enrichment.context import current_services
+    from enrichment.jobs import reembed, reembed_progress
+
+    print(json.dumps(reembed(every=args.all)))
+    if not args.wait:
+        return 0
+    svc = current_services()
+    while True:
+        progress = reembed_progress(svc)
+        print(f"\rre-embedded {progress['done']}/{progress['memories']}", end="", file=sys.stderr, flush=True)
+        if progress["remaining"] <= 0:
+            print(file=sys.stderr)
+            return 0
+        time.sleep(args.interval)
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     if args.write:
         for path, render in GENERATED.items():
@@ -174,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     rec = sub.add_parser("reconcile", help="queue embedding for every memory that lacks one")
     rec.set_defaults(func=cmd_reconcile)
+
+    reemb = sub.add_parser(
+        "reembed",
+        help="re-embed memories lacking a vector of the configured model (--all: every memory); "
+        "workers do the work while old vectors keep answering",
+    )
+    reemb.add_argument("--all", action="store_true", help="re-embed every memory, not only stale ones")
+    reemb.add_argument("--wait", action="store_true", help="show progress until every memory is done")
+    reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
+    reemb.set_defaults(func=cmd_reembed)
 
     st = sub.add_parser("settings", help="show settings (secrets masked) or regenerate .env.example and docs")
     st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")

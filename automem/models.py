@@ -291,3 +291,12 @@ class SyncBody(_Body):
     model_config = ConfigDict(extra="forbid")
 
     all: StrictBool = False
+
+
+class ReembedBody(_Body):
+    """POST /admin/reembed: `missing` (default) re-embeds memories lacking a current vector of
+    the configured model, `all` re-embeds every memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["missing", "all"] = "missing"

@@ -80,8 +80,9 @@ def open_vectors(settings: Settings, dimension: int) -> VectorStore:
         vectors.close()
         raise DimensionMismatch(
             f"{exc}. The embedding provider now yields {dimension}-dimensional vectors. Restore the "
-            "previous EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE; moving to a new model "
-            "needs `automem reembed`, which is not implemented yet."
+            "previous EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE. A model of the same "
+            "dimension is adopted with `automem reembed --all`; moving to another dimension (a new "
+            "collection swapped in when full) is not implemented yet."
         ) from exc
     return vectors
 

@@ -19,34 +19,89 @@ from enrichment.llm import LlmFailed, LlmPaused, LlmRateLimited
 log = logging.getLogger(__name__)
 
 STATS_KEY = "automem:enrichment:stats"
+REEMBED_KEY = "automem:reembed"
 # Reads and guarded writes per memory before giving up: a client editing the memory meanwhile
 # queued its own enrichment of the newer version.
 _ATTEMPTS = 3
 
 
-def embed_memories(memory_ids: list[str]) -> dict[str, Any]:
-    """Embed the memories whose stored embedding does not match their current content.
+def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
+    """Embed the memories whose stored embedding does not match their current content or was
+    made by another model (`force`: every one not embedded by the client).
 
     The embedding is written only if the content is still the one that was embedded (the graph
     write checks the content hash), so an edit during the job is never reverted: the edit queued
     its own embedding job.
     """
     svc = current_services()
+    label = svc.embedder.label
     docs = svc.graph.get_memories(memory_ids)
-    todo = [
-        d for d in docs if d.get("state") != "deleted" and d.get("embedding_hash") != d.get("content_hash")
-    ]
+    todo = [d for d in docs if d.get("state") != "deleted" and _needs_embedding(d, label, force)]
     if not todo:
         return {"embedded": 0, "skipped": len(memory_ids)}
     vectors = svc.embedder.embed([d["content"] for d in todo])
+    now = now_iso()
     rows = [
-        {"id": d["id"], "hash": d["content_hash"], "vector": v, "model": svc.embedder.label}
+        {"id": d["id"], "hash": d["content_hash"], "vector": v, "model": label, "at": now}
         for d, v in zip(todo, vectors, strict=True)
     ]
     written = svc.graph.set_embeddings(rows)
     linked = _link_similar_all(svc, written)
     svc.sync.request(written)
     return {"embedded": len(written), "skipped": len(memory_ids) - len(written), "similar_links": linked}
+
+
+def _needs_embedding(doc: dict[str, Any], label: str, force: bool) -> bool:
+    if doc.get("embedding_hash") != doc.get("content_hash"):
+        return True
+    model = doc.get("embedding_model")
+    return model != "client" and (force or model != label)
+
+
+def reembed(every: bool = False, page: int = 500) -> dict[str, Any]:
+    """Queue re-embedding with the current model: memories lacking its vector, or (`every`) all
+    of them. Old vectors keep answering recall until each new one replaces it (rev-guarded), so
+    there is no recall downtime; progress is `GET /admin/reembed`."""
+    svc = current_services()
+    label = svc.embedder.label
+    started = now_iso()
+    svc.queue_redis.hset(REEMBED_KEY, mapping={"started_at": started, "mode": "all" if every else "missing"})
+    queued = _queue_embedding(svc, every=every, page=page)
+    svc.queue_redis.hset(REEMBED_KEY, mapping={"queued": queued})
+    return {"queued": queued, "model": label, "started_at": started}
+
+
+def _queue_embedding(svc: Services, every: bool, page: int) -> int:
+    """Queue embedding jobs for memories lacking a current vector of this model (`every`: all)."""
+    queued, after = 0, ""
+    size = svc.settings.embedding_batch_size
+    while rows := svc.graph.reembed_page(svc.embedder.label, every, after, page):
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            if svc.jobs.enqueue_embed([i for i, _ in chunk], [h for _, h in chunk], force=every):
+                queued += len(chunk)
+        after = rows[-1][0]
+    return queued
+
+
+def reembed_progress(svc: Services) -> dict[str, Any]:
+    """The last re-embedding run and how many memories carry a current vector of this model
+    (written since the run started, for a run over every memory)."""
+    raw = {
+        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
+        for k, v in svc.queue_redis.hgetall(REEMBED_KEY).items()
+    }
+    since = raw.get("started_at") if raw.get("mode") == "all" else None
+    counts = svc.graph.embedding_progress(svc.embedder.label, since)
+    return {
+        "model": svc.embedder.label,
+        "mode": raw.get("mode"),
+        "started_at": raw.get("started_at"),
+        "queued": int(raw.get("queued") or 0),
+        "memories": counts["total"],
+        "done": counts["current"],
+        "remaining": counts["total"] - counts["current"],
+    }
 
 
 def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
@@ -174,20 +229,12 @@ def _recording(svc: Services) -> Iterator[Any]:
 
 
 def reconcile(page: int = 500) -> dict[str, Any]:
-    """Queue embedding for every memory missing one, so a lost queue loses no work, and repair
-    vectors that lag the graph when this process owns the vector store."""
+    """Queue embedding for every memory lacking a current vector of the configured model (so a
+    lost queue loses no work, and a model change re-embeds), enrichment for every memory not
+    enriched at the current version, and repair vectors that lag the graph when this process
+    owns the vector store."""
     svc = current_services()
-    queued, after = 0, ""
-    while True:
-        ids = svc.graph.ids_needing_embedding(page, after)
-        if not ids:
-            break
-        docs = {d["id"]: d for d in svc.graph.get_memories(ids)}
-        for start in range(0, len(ids), svc.settings.embedding_batch_size):
-            chunk = [i for i in ids[start : start + svc.settings.embedding_batch_size] if i in docs]
-            if chunk and svc.jobs.enqueue_embed(chunk, [docs[i]["content_hash"] for i in chunk]):
-                queued += len(chunk)
-        after = ids[-1]
+    queued = _queue_embedding(svc, every=False, page=page)
     enrich_queued = queue_enrichment(svc, page=page) if svc.settings.enrichment_enabled else 0
     # Where this process owns the vectors (server mode), also repair vectors the graph outran.
     repaired = svc.sync.repair() if svc.sync.owns_vectors else 0

@@ -1,4 +1,5 @@
-"""Admin maintenance routes: POST /admin/sync (vectors repaired from the graph)."""
+"""Admin maintenance routes: POST /admin/sync (vectors repaired from the graph) and
+POST|GET /admin/reembed (re-embedding with the configured model, and its progress)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from flask import Blueprint, Response, request
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
 from automem.errors import StoreUnavailable
-from automem.models import SyncBody, parse
+from automem.models import ReembedBody, SyncBody, parse
+from enrichment.jobs import reembed_progress
 
 bp = Blueprint("admin", __name__)
 
@@ -33,3 +35,28 @@ def sync() -> tuple[Response, int]:
             "difference": total - points,
         }
     )
+
+
+@bp.post("/admin/reembed")
+@require_admin
+def reembed() -> tuple[Response, int]:
+    """Queue re-embedding on the maintenance queue; old vectors answer recall until replaced."""
+    svc = services()
+    body = parse(ReembedBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
+    queued = svc.jobs.enqueue_reembed(every=body.mode == "all")
+    return respond(
+        {
+            "status": "success",
+            "mode": body.mode,
+            "model": svc.embedder.label,
+            "job_status": "queued" if queued else "already_queued",
+            "progress_url": "/admin/reembed",
+        },
+        202,
+    )
+
+
+@bp.get("/admin/reembed")
+@require_admin
+def reembed_status() -> tuple[Response, int]:
+    return respond({"status": "success", **reembed_progress(services())})

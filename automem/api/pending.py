@@ -18,7 +18,6 @@ NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("DELETE", "/memory/by-tag"),
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
-    ("POST", "/admin/reembed"),
     ("GET", "/backup"),
     ("POST", "/admin/restore"),
     ("GET", "/openapi.json"),

@@ -303,14 +303,14 @@ class GraphStore(ConsolidationQueries):
     def set_embeddings(self, rows: Sequence[dict[str, Any]]) -> list[str]:
         """Store embeddings computed for a content hash; rows whose content changed since are skipped.
 
-        Each row: {"id", "hash", "vector", "model"}. Returns the ids that were written.
+        Each row: {"id", "hash", "vector", "model", "at"}. Returns the ids that were written.
         """
         cypher = (
             """
         UNWIND $rows AS r
         MATCH (m:Memory {id: r.id})
         WHERE m.content_hash = r.hash AND m.state <> 'deleted'
-        SET m.embedding_hash = r.hash, m.embedding_model = r.model, m.rev = m.rev + 1
+        SET m.embedding_hash = r.hash, m.embedding_model = r.model, m.embedded_at = r.at, m.rev = m.rev + 1
         WITH m, r
         """
             + _REPLACE_EMBEDDING.format(when="true", value="r.vector")
@@ -414,14 +414,34 @@ class GraphStore(ConsolidationQueries):
             "enrichment_pending": unenriched,
         }
 
-    def ids_needing_embedding(self, limit: int, after: str = "") -> list[str]:
+    def reembed_page(self, label: str, every: bool, after: str, limit: int) -> list[tuple[str, str]]:
+        """(id, content_hash) of memories to re-embed with the model `label`: those lacking its
+        vector for their current content, or (`every`) all of them. Client-supplied vectors are
+        the client's and are left alone."""
         cypher = """
         MATCH (m:Memory)
-        WHERE m.id > $after AND m.state <> 'deleted'
-          AND (m.embedding_hash IS NULL OR m.embedding_hash <> m.content_hash)
-        RETURN m.id ORDER BY m.id LIMIT $limit
+        WHERE m.id > $after AND m.state <> 'deleted' AND coalesce(m.embedding_model, '') <> 'client'
+          AND ($every OR m.embedding_hash IS NULL OR m.embedding_hash <> m.content_hash
+               OR m.embedding_model <> $label)
+        RETURN m.id, m.content_hash ORDER BY m.id LIMIT $limit
         """
-        return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit})]
+        params = {"label": label, "every": every, "after": after, "limit": limit}
+        return [(row[0], row[1]) for row in self._ro(cypher, params)]
+
+    def embedding_progress(self, label: str, since: str | None = None) -> dict[str, int]:
+        """Memories (not deleted, not client-embedded) and how many carry a current vector of
+        `label` (written at or after `since`, when given)."""
+        cypher = """
+        MATCH (m:Memory)
+        WHERE m.state <> 'deleted' AND coalesce(m.embedding_model, '') <> 'client'
+        RETURN count(m),
+               sum(CASE WHEN m.embedding_model = $label AND m.embedding_hash = m.content_hash
+                         AND ($since IS NULL OR coalesce(m.embedded_at, '') >= $since)
+                        THEN 1 ELSE 0 END)
+        """
+        rows = self._ro(cypher, {"label": label, "since": since})
+        total, current = (int(v or 0) for v in rows[0])
+        return {"total": total, "current": current}
 
     def revs_page(self, after: str, limit: int) -> list[tuple[str, int]]:
         """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""

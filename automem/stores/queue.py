@@ -79,9 +79,19 @@ class JobQueue:
             delay=delay,
         )
 
-    def enqueue_embed(self, memory_ids: Sequence[str], content_hashes: Sequence[str]) -> bool:
+    def enqueue_embed(
+        self, memory_ids: Sequence[str], content_hashes: Sequence[str], force: bool = False
+    ) -> bool:
+        """Embed these memories' current contents (`force`: even where a vector of the current
+        model exists, for a full re-embedding)."""
         digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
-        return self._enqueue("embed", "enrichment.jobs.embed_memories", f"embed-{digest}", list(memory_ids))
+        job_id = f"{'reembed' if force else 'embed'}-{digest}"
+        return self._enqueue("embed", "enrichment.jobs.embed_memories", job_id, list(memory_ids), force)
+
+    def enqueue_reembed(self, every: bool) -> bool:
+        """The re-embedding run (one at a time per mode)."""
+        mode = "all" if every else "missing"
+        return self._enqueue("maintenance", "enrichment.jobs.reembed", f"reembed-run-{mode}", every)
 
     def enqueue_enrich(self, memory_ids: Sequence[str], versions: Sequence[int], force: bool = False) -> bool:
         """Enrich these memories as of these versions (a newer version is a new job); `force`
