@@ -343,3 +343,16 @@ def test_recalled_memories_keep_the_public_shape(api: Api, jobs: Any) -> None:
     via_recall = recall(api, query="tabs spaces Go")["results"][0]["memory"]
     via_get = api.get(f"/memory/{memory_id}").get_json()["memory"]
     assert via_recall == via_get
+
+
+def test_time_sorted_search_picks_the_newest_matches_not_the_best(api: Api, jobs: Any) -> None:
+    ids = []
+    for day in range(1, 16):
+        # The oldest memories match the query best; time order must still win.
+        text = f"kafka consumer lag alert on host-{day}" + (
+            " kafka consumer lag" * (16 - day) if day < 4 else ""
+        )
+        ids.append(store(api, text, tags=["ops"], timestamp=f"2025-03-{day:02d}T09:00:00Z"))
+    jobs()
+    body = recall(api, query="kafka consumer lag", tags=["ops"], sort="time_desc", limit=3)
+    assert [r["id"] for r in body["results"]] == [ids[14], ids[13], ids[12]]

@@ -206,10 +206,10 @@ class RecallEngine:
         are dropped unread, keeping at least `limit` + FINAL_SPARE for the cut (listings, already
         read from the graph, pass `q=None`)."""
         if q is not None:
-            floor = reachable_floor(pool, q.limit, bool(q.context_tags))
+            floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort)
             ordered = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))
             reachable = sum(1 for c in ordered if c.components.get("relevance", 0.0) >= floor)
-            keep = max(q.limit + FINAL_SPARE, reachable)
+            keep = max(q.limit + FINAL_SPARE, reachable) if floor > 0 else len(ordered)
             for candidate in ordered[keep:]:
                 pool.by_id.pop(candidate.id, None)
         missing = [c.id for c in pool.values() if c.doc is None or not c.from_graph]

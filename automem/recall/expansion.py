@@ -61,7 +61,7 @@ def expand(
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
-    floor = reachable_floor(pool, q.limit, bool(q.context_tags))
+    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort)
     offers: Offers = {}
     entity_offers: Future[Offers] | None = None
     if q.expand_entities:

@@ -84,15 +84,16 @@ def relevance(pool: CandidatePool) -> None:
 RELEVANCE_SHARE = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
 
 
-def reachable_floor(pool: CandidatePool, limit: int, context_tags: bool) -> float:
-    """The least relevance with which a memory could still make the top `limit`.
+def reachable_floor(pool: CandidatePool, limit: int, context_tags: bool, sort: str = "score") -> float:
+    """The least relevance with which a memory could still make the top `limit` (0 when the
+    answer is sorted by time: then any candidate may make it).
 
     Final scores are RELEVANCE_SHARE x relevance plus the priors (importance, and the context
     boost when context tags were given), so a memory whose relevance trails the limit-th
     candidate's by more than the largest possible prior difference / RELEVANCE_SHARE can never
     pass it, whatever its importance or tags."""
     ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
-    if len(ranked) < limit:
+    if sort != "score" or len(ranked) < limit:
         return 0.0
     priors = IMPORTANCE_WEIGHT + (CONTEXT_WEIGHT if context_tags else 0.0)
     return ranked[limit - 1] - priors / RELEVANCE_SHARE
