@@ -191,7 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     cron = sub.add_parser("cron", help="run only the consolidation scheduler (RQ cron; one is active)")
     cron.set_defaults(func=cmd_cron)
 
-    rec = sub.add_parser("reconcile", help="queue embedding for every memory that lacks one")
+    rec = sub.add_parser(
+        "reconcile",
+        help="queue embedding (missing or of another model) and enrichment for every memory that lacks it",
+    )
     rec.set_defaults(func=cmd_reconcile)
 
     reemb = sub.add_parser(
