@@ -16,6 +16,24 @@ the order is the precedence:
 
 Every candidate then passes quality gates (stoplists, length, shape) before it is kept. Salience:
 speakers first, then explicit declarations, then everything else by first occurrence.
+
+Ambiguities resolved by fixed rules:
+
+* A lone word is not a person when it is a tool name and the text is technical (a technical word
+  such as "deployed" or "cluster", or any tool found), nor when it opens a sentence and looks plural
+  ("Benchmarks ran ...": ends in "s", not a known given name) unless a speech verb follows
+  ("Jones said") or a possessive names kin or a role ("Jones's wife"). Plural work nouns
+  ("Builds", "Migrations") are never name words.
+* Unknown capitalised words lean organisation in company frames: "joined X", "works for X", "the team
+  at X", "Priya Shah from X", "a contract with X", "acquired by X"; so do invented names fused with
+  a business ending ("Initech", "Globalsoft").
+* A vendor that shares its product's name (Datadog, Stripe, GitLab ...) is a tool by default ("we use
+  Datadog", "deployed on Cloudflare") and an organisation in a company context: the frames above,
+  "at X", or a company verb or noun after it ("Stripe announced", "the Datadog team").
+* "the X repo/repository/codebase/project" and "project X" make X a project even when X is a city:
+  the declaration claims the words, so "the Berlin repo" is the project only, never also the place.
+  Other heads ("the Paris office", "the Berlin cluster", "the Paris service") are not declarations,
+  so the gazetteer makes X a place. A separate "in Berlin" elsewhere is still the place.
 """
 
 from __future__ import annotations
@@ -96,6 +114,12 @@ def _build_lexicon() -> dict[str, tuple[_Entry, ...]]:
     for kind, table in (("tool", vocab.TOOLS), ("organization", vocab.COMPANIES), ("place", vocab.PLACES)):
         for alias, (display, flag) in table.items():
             lexicon.setdefault(alias, []).append(_Entry(kind, display, flag))
+    # A vendor sharing its product's name is also a company; context picks one (see _choose_entry).
+    for alias in vocab.PRODUCT_COMPANIES:
+        entries = lexicon.get(alias, [])
+        tool = next((e for e in entries if e.kind == "tool"), None)
+        if tool is not None and not any(e.kind == "organization" for e in entries):
+            entries.append(_Entry("organization", tool.display, tool.flag))
     return {alias: tuple(entries) for alias, entries in lexicon.items()}
 
 
@@ -109,12 +133,17 @@ _FIRM_THINGS = frozenset(
 _FIRM_PLACES = frozenset(
     alias for alias, entries in _LEXICON.items() if any(e.flag == "" and e.kind == "place" for e in entries)
 )
+# Every tool alias, firm or not: in a technical text none of them is a person ("Kafka said ...").
+_TOOL_ALIASES = frozenset(
+    alias for alias, entries in _LEXICON.items() if any(e.kind == "tool" for e in entries)
+)
 
 
 # Words that can never be part of a person's name, capitalised or not.
 _NOT_NAME_WORDS = frozenset().union(
     vocab.STOPWORDS,
     vocab.COMMON_WORDS,
+    vocab.COMMON_NOUNS,
     vocab.TITLES,
     vocab.PERSON_TRIGGERS,
     vocab.GREETINGS,
@@ -261,6 +290,8 @@ class _Doc:
         # Most passes only look at capitalised or oddly shaped words; plain lowercase words are skipped.
         self.marked = [i for i, t in enumerate(self.toks) if not (t.text.islower() and t.text.isalpha())]
         self.title_case = _is_title_case(self.toks)
+        # Technical text: a technical word anywhere, or (set by the vocabulary pass) a firm tool name.
+        self.tech = any(t.low in vocab.TECH_WORDS for t in self.toks)
 
     def low(self, i: int) -> str:
         return self.toks[i].low if 0 <= i < len(self.toks) else ""
@@ -583,7 +614,8 @@ def _prefixed_place(doc: _Doc, found: _Found, i: int) -> None:
 def _vocabulary(doc: _Doc, found: _Found) -> None:
     matches = list(_lexicon_matches(doc))
     # Firm tool names make a technical context in which "Ruby" or "Spring" is a tool too.
-    tech = any(e.kind == "tool" and e.flag == "" for _, entries in matches for e in entries)
+    tech = doc.tech or any(e.kind == "tool" and e.flag == "" for _, entries in matches for e in entries)
+    doc.tech = tech
     for idx, entries in matches:
         entry = _choose_entry(doc, idx, entries, tech)
         if entry is not None:
@@ -612,9 +644,44 @@ def _lexicon_matches(doc: _Doc) -> Iterator[tuple[range, tuple[_Entry, ...]]]:
 
 def _choose_entry(doc: _Doc, idx: range, entries: tuple[_Entry, ...], tech: bool) -> _Entry | None:
     accepted = [e for e in entries if _entry_fits(doc, idx, e, tech)]
-    if len(accepted) > 1 and doc.low(idx.start - 1) in vocab.ORG_CONTEXT:
+    if len(accepted) > 1 and _company_context(doc, idx):
         return _pick(accepted, "organization")  # "joined Oracle" is the company, not the database
     return _pick(accepted, "tool")
+
+
+def _company_context(doc: _Doc, idx: range) -> bool:
+    """ "joined Oracle", "works for Stripe", "a contract with GitLab", "Stripe announced", "the
+    Datadog team": a company acting as one, rather than its product in use."""
+    return _employer_before(doc, idx.start) or (
+        doc.low(idx.stop) in vocab.ORG_VERBS or doc.low(idx.stop) in vocab.ORG_NOUNS
+    )
+
+
+def _employer_before(doc: _Doc, i: int) -> bool:
+    """The words before position i make it an employer or a party to a deal."""
+    prev, prev2 = doc.low(i - 1), doc.low(i - 2)
+    if prev in vocab.ORG_CONTEXT:
+        return True
+    if prev == "for":
+        return prev2 in vocab.EMPLOYMENT_WORDS  # "works for X"
+    if prev == "with":
+        return prev2 in vocab.DEAL_WORDS  # "a contract with X"
+    if prev == "by":
+        return prev2 in vocab.ACQUIRED_WORDS  # "acquired by X"
+    return prev == "from" and _person_before_from(doc, i)
+
+
+def _person_before_from(doc: _Doc, i: int) -> bool:
+    """ "Met Priya Shah from X", "met Priya from X", "the folks from X": people come from companies."""
+    if i < 3 or not doc.continues(i - 1):
+        return False
+    before, before2 = doc.toks[i - 2], doc.toks[i - 3]
+    if before.low in vocab.GROUP_WORDS:
+        return True
+    if not (before.name_like and before.low not in _NOT_NAME_WORDS and doc.continues(i - 2)):
+        return False
+    two_word_name = before2.name_like and before2.low not in _NOT_NAME_WORDS and not before.initial
+    return two_word_name or before2.low in vocab.PERSON_TRIGGERS
 
 
 def _entry_fits(doc: _Doc, idx: range, entry: _Entry, tech: bool) -> bool:
@@ -638,7 +705,7 @@ def _tool_fits(doc: _Doc, idx: range, flag: str, cap: bool, tech: bool) -> bool:
 
 
 def _org_fits(doc: _Doc, idx: range, flag: str, cap: bool) -> bool:
-    employer = doc.low(idx.start - 1) in vocab.ORG_CONTEXT
+    employer = _company_context(doc, idx)
     if flag == vocab.NAME_LIKE:
         return cap and employer
     if flag == vocab.AMBIGUOUS:
@@ -749,15 +816,13 @@ def _triggered_tool(doc: _Doc, found: _Found, i: int) -> None:
 
 
 def _employers(doc: _Doc, found: _Found) -> None:
-    """ "works at Initech", "an internship at Hooli", "CEO of Pied Piper"."""
+    """ "works at Initech", "joined Hooli", "the team at Globex", "Priya from Initech", "a contract
+    with Initrode", "CEO of Pied Piper"; and invented company names by shape ("Initech")."""
     for i in doc.marked:
         tok = doc.toks[i]
         if not _org_word(tok):
             continue
-        prev, prev2 = doc.low(i - 1), doc.low(i - 2)
-        if (prev == "at" and prev2 in vocab.EMPLOYMENT_WORDS) or (
-            prev == "of" and prev2 in vocab.LEADER_WORDS
-        ):
+        if _org_frame(doc, i) or _company_shaped(tok):
             stop = i + 1
             while stop - i < 4 and doc.continues(stop) and _org_word(doc.toks[stop]):
                 stop += 1
@@ -768,10 +833,39 @@ def _org_word(tok: _Tok) -> bool:
     return tok.cap and not tok.claimed and tok.low not in vocab.STOPWORDS
 
 
+def _org_frame(doc: _Doc, i: int) -> bool:
+    prev, prev2 = doc.low(i - 1), doc.low(i - 2)
+    if prev == "at" and prev2 in vocab.EMPLOYMENT_WORDS:
+        return True  # "works at X", "a job at Door Dash"
+    if prev == "of" and prev2 in vocab.LEADER_WORDS:
+        return True  # "CEO of X"
+    tok = doc.toks[i]
+    # The looser frames below only take a plain unknown word: the vocabulary decides known names.
+    if not tok.name_like or tok.low in _LEXICON or tok.low in _NOT_NAME_WORDS:
+        return False
+    if prev == "at":
+        return prev2 in vocab.GROUP_WORDS  # "the team at X"
+    if prev in ("joined", "joining"):
+        # "joined Priya for dinner" / "joined Sam and Ana" join people, not a company.
+        return doc.low(i + 1) not in ("for", "and", "on", "with", "in") and not tok.poss
+    return _employer_before(doc, i)
+
+
+def _company_shaped(tok: _Tok) -> bool:
+    """An invented company name fused from a stem and a business ending: "Initech", "Globalsoft"."""
+    low = tok.low
+    return (
+        tok.name_like
+        and low not in _LEXICON
+        and any(low.endswith(end) and len(low) >= len(end) + 3 for end in vocab.COMPANY_ENDINGS)
+    )
+
+
 # --- pass 8: people ---------------------------------------------------------------------------
 
 
 def _persons(doc: _Doc, found: _Found) -> None:
+    doc.tech = doc.tech or any(t.kind == "tool" for t in doc.toks)  # "written in Helm with Kafka"
     resume = 0
     for i in doc.marked:
         if i < resume or not _name_part(doc.toks[i]):
@@ -816,6 +910,8 @@ def _name_run(doc: _Doc, i: int) -> int:
 def _person_evidence(doc: _Doc, idx: range) -> bool:
     if doc.low(idx.start - 1) in ("the", "a", "an"):
         return False  # "the Minnesota Wolves", "a Pot Pie": names of things
+    if len(idx) == 1 and not _single_name_possible(doc, idx):
+        return False
     if len(idx) > 1 and not doc.title_case and not _in_capitalised_phrase(doc, idx):
         return True  # "Jane Doe": two name-like words that are not common words
     if _possessive(doc, idx) or doc.low(idx.stop) in vocab.PERSON_VERBS or _introduced(doc, idx.start):
@@ -823,6 +919,31 @@ def _person_evidence(doc: _Doc, idx: range) -> bool:
     # Weakest evidence; reject words the text also uses in lowercase, as ordinary words.
     weak = _accompanied(doc, idx.start) or _vocative(doc, idx.start)
     return len(idx) == 1 and weak and doc.toks[idx.start].low not in doc.lower_words
+
+
+def _single_name_possible(doc: _Doc, idx: range) -> bool:
+    """A lone word that is a tool name in a technical text, or a plural noun opening a sentence
+    ("Benchmarks ran ..."), is a person only on strong evidence: a speech verb or a possessive
+    followed by a kin or role word ("Jenkins's wife")."""
+    tok = doc.toks[idx.start]
+    tool = doc.tech and tok.low in _TOOL_ALIASES
+    plural = tok.initial and _plural_shaped(tok.low)
+    if not (tool or plural):
+        return True
+    if tool:
+        return False
+    if tok.poss:
+        return doc.low(idx.stop) in vocab.RELATIONS
+    return doc.low(idx.stop) in vocab.SPEECH_VERBS
+
+
+def _plural_shaped(low: str) -> bool:
+    return (
+        len(low) > 3
+        and low.endswith("s")
+        and not low.endswith(("ss", "us", "is", "'s"))
+        and low not in vocab.GIVEN_NAMES_S
+    )
 
 
 def _in_capitalised_phrase(doc: _Doc, idx: range) -> bool:

@@ -817,6 +817,13 @@ Bay Area:
 Midwest:
 """)
 
+# Tools whose vendor shares the product's name. They are tools by default ("we use Datadog") and
+# organisations in a company context ("works at Shopify", "Stripe announced", "a contract with GitLab").
+PRODUCT_COMPANIES = _words("""
+datadog stripe shopify cloudflare gitlab github bitbucket vercel netlify heroku digitalocean twilio
+figma okta pagerduty supabase slack notion atlassian sentry snowflake
+""")
+
 # A capitalised token ending one of these (with a name before it) makes an organisation.
 ORG_SUFFIXES = _words("""
 inc corp corporation llc ltd gmbh ag plc labs lab university college institute foundation bank
@@ -951,6 +958,48 @@ new add ask build call consider create ensure find get give go keep learn make m
 remove send set stop take try use watch write avoid prefer switch switched using used moved
 """)
 
+# Plural and work nouns that open sentences in technical notes ("Benchmarks ran ...", "Builds broke").
+# They are never names; a sentence-initial capitalised plural outside this list is still checked by
+# shape (see GIVEN_NAMES_S).
+COMMON_NOUNS = _words("""
+benchmarks benchmark tests deploys deployments logs metrics builds releases migrations users customers
+servers clients incidents outages alerts dashboards pipelines jobs workers queries requests responses
+rollouts upgrades changes numbers graphs charts backups snapshots containers pods nodes clusters
+engineers developers designers managers stakeholders vendors partners teams reviewers traces spans
+latencies queues caches connections retries timeouts errors crashes regressions experiments
+runs checks scans audits patches hotfixes commits merges branches endpoints schemas indexes indices
+tables rows records events messages payloads sessions tokens credentials secrets keys certificates
+workloads instances replicas shards partitions volumes disks costs invoices contracts docs notes specs
+dependencies packages modules plugins libraries frameworks services apis tickets sprints standups
+interviews candidates hires students attendees visitors participants volunteers
+""")
+# Given names ending in "s": a sentence-initial capitalised word ending in "s" is read as a plural
+# noun ("Benchmarks", "Deploys") unless it is one of these or carries strong person evidence.
+GIVEN_NAMES_S = _words("""
+james charles thomas nicholas nicolas lucas jesus carlos marcus markus douglas frances agnes doris
+iris lois dolores mercedes chris lewis louis francis dennis curtis travis jonas elias tobias andreas
+matthias mathias niklas nikolas klaus hans jules miles myles giles moses amos cyrus julius marius
+rufus angus silas thaddeus alexis phyllis gladys janis ines yves ross wes les jess tess bess cass
+russ gus demetrius dimitris nikos yannis kostas vasilis andres matias tomas lars
+anders mattias aeneas achilles hercules zeus apollos ulysses bartholomew cornelius ignatius
+lazarus linus remus romulus titus darius octavius augustus marcellus cassius brutus boris
+""")
+# Verbs after a name that make it a person even where shape or vocabulary says otherwise.
+SPEECH_VERBS = _words("""
+said says told tells asked asks replied replies answered answers wrote writes thinks thought
+mentioned mentions suggested suggests explained explains texted emailed messaged
+""")
+# Lowercase words that make a text technical, so that "Helm" or "Kafka" there is the tool.
+TECH_WORDS = _words("""
+deploy deployed deploying deployment deployments cluster clusters server servers pipeline pipelines
+repo repos repository codebase api apis database databases latency config configs container
+containers pod pods chart charts helm metrics dashboard dashboards staging production prod rollout
+endpoint endpoints schema schemas queue queues broker brokers consumer consumers scrape scraped
+scraping ci commit commits backend frontend microservice microservices infra infrastructure runbook
+incident outage alerts alerting build builds upgrade upgraded upgrading migration migrations
+release releases kubernetes k8s docker terraform node nodes replica replicas throughput p95 p99
+""")
+
 # Tokens that end a name-like class or code symbol rather than a person's name.
 CLASS_SUFFIXES = tuple(
     _words("""
@@ -1032,6 +1081,28 @@ interviewing hired career started employee
 LEADER_WORDS = _words("ceo cto cfo coo founder cofounder co-founder president director head vp chairman")
 # Words before a known company that make it an employer rather than a product.
 ORG_CONTEXT = _words("at joined joining join left leaving")
+# "<word> with X" and "<word> by X": a deal or an acquisition names a company.
+DEAL_WORDS = _words("""
+contract contracts deal deals partnership partnerships agreement agreements partnered partnering
+negotiation negotiations negotiating signed contracted
+""")
+ACQUIRED_WORDS = _words("acquired bought funded backed owned sponsored purchased")
+# "the team at X", "folks from X": groups of people belong to a company.
+GROUP_WORDS = _words("""
+team teams folks people engineers developers staff employees someone somebody colleagues friends
+recruiter recruiters
+""")
+# Words after a known company name that make it the company: "Stripe announced", "the Datadog team".
+ORG_VERBS = _words("""
+announced announces acquired acquires raised raises laid hired hires launched launches sued
+reported reports partnered ipo went-public
+""")
+ORG_NOUNS = _words("""
+team teams ceo cto cfo founder founders employees staff headquarters hq office offices contract
+contracts deal partnership acquisition recruiter recruiters layoffs stock shares earnings
+""")
+# Fused endings of invented company names: "Initech", "Microsoft", "Globalware", "Shopify".
+COMPANY_ENDINGS = tuple(_words("tech soft corp ware labs logic systems tronics tronic dyne ify mart works"))
 
 # Lowercase prefixes of camelCase code identifiers ("useState", "getUser"), not product names.
 CODE_PREFIXES = _words("""

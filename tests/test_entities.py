@@ -287,6 +287,118 @@ def test_role_speakers_and_label_prefixes_are_not_people() -> None:
     assert tags(text) == []
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Benchmarks ran on the staging cluster.",
+        "Migrations ran overnight and nobody noticed.",
+        "Builds started failing after lunch.",
+        "Customers complained, then Servers went down.",
+    ],
+)
+def test_sentence_initial_plural_nouns_are_not_people(text: str) -> None:
+    assert of_kind(text, "person") == []
+
+
+def test_sentence_initial_names_ending_in_s_still_count_with_evidence() -> None:
+    assert of_kind("James said the build is green.", "person") == ["james"]
+    assert of_kind("Jones said it works.", "person") == ["jones"]
+    assert of_kind("Lucas went home early.", "person") == ["lucas"]
+    text = "Benchmarks ran on the staging cluster and Alice said it was fine."
+    assert of_kind(text, "person") == ["alice"]
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [
+        ("Kafka lagged during the load test on the staging cluster.", "kafka"),
+        ("We deployed Helm and Prometheus.", "helm"),
+        ("Jenkins failed the build again.", "jenkins"),
+        ("Hey Jenkins, rerun the build.", "jenkins"),
+        ("Its API is written in Helm with Kafka for background jobs.", "kafka"),
+    ],
+)
+def test_tool_names_in_technical_text_are_never_people(text: str, tool: str) -> None:
+    assert of_kind(text, "person") == []
+    assert tool in of_kind(text, "tool")
+
+
+def test_name_like_tool_words_stay_people_outside_technical_text() -> None:
+    assert tags("Kafka said nothing about it.") == ["entity:person:kafka"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Priya joined Initech last year.",
+        "She works for Initech.",
+        "The team at Initech uses Kafka.",
+        "Met Priya Shah from Initech in Berlin.",
+        "We signed a contract with Initech.",
+        "Tom will confirm with Initech by Friday.",
+        "Initech hired two engineers.",
+    ],
+)
+def test_invented_company_names_lean_organisation(text: str) -> None:
+    assert "initech" in of_kind(text, "organization")
+    assert "initech" not in of_kind(text, "person")
+
+
+def test_company_frames_do_not_swallow_people() -> None:
+    assert of_kind("I joined Priya for dinner.", "organization") == []
+    assert of_kind("Got a lovely card from Priya.", "organization") == []
+
+
+# --- vendors that share their product's name --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("We use Datadog for monitoring.", "datadog"),
+        ("Deployed on Cloudflare last night.", "cloudflare"),
+        ("We host the code on GitHub.", "github"),
+        ("Payments go through Stripe using webhooks.", "stripe"),
+    ],
+)
+def test_vendor_names_used_as_products_are_tools(text: str, slug: str) -> None:
+    assert of_kind(text, "tool") == [slug]
+    assert of_kind(text, "organization") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("Stripe announced a new pricing tier.", "stripe"),
+        ("She works at Shopify.", "shopify"),
+        ("We signed a contract with GitLab.", "gitlab"),
+        ("The startup was acquired by Cloudflare.", "cloudflare"),
+        ("Alice joined GitHub last year.", "github"),
+        ("The Datadog team called us back.", "datadog"),
+    ],
+)
+def test_vendor_names_acting_as_companies_are_organisations(text: str, slug: str) -> None:
+    assert of_kind(text, "organization") == [slug]
+    assert of_kind(text, "tool") == []
+
+
+# --- places named in declarations -------------------------------------------------------------
+
+
+def test_a_city_declared_as_a_repo_is_the_project_only() -> None:
+    assert tags("Keep the config in the Berlin repo.") == ["entity:project:berlin"]
+    assert tags("The Paris project kicked off.") == ["entity:project:paris"]
+    assert tags("Kickoff for project Berlin was in Berlin.") == [
+        "entity:project:berlin",
+        "entity:place:berlin",
+    ]
+
+
+def test_a_city_before_other_heads_is_the_place() -> None:
+    assert tags("The Paris service is down.") == ["entity:place:paris"]
+    assert tags("Benchmarks ran on the Berlin cluster.") == ["entity:place:berlin"]
+
+
 # --- quality gates ----------------------------------------------------------------------------
 
 
