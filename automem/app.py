@@ -50,9 +50,20 @@ def create_app(
 
 
 def _register_blueprints(app: Flask) -> None:
-    from automem.api import admin, consolidation, enrichment, graph, health, memories, pending, recall, tags
+    from automem.api import (
+        admin,
+        consolidation,
+        docs,
+        enrichment,
+        graph,
+        health,
+        memories,
+        pending,
+        recall,
+        tags,
+    )
 
-    for module in (health, memories, tags, recall, graph, enrichment, consolidation, admin, pending):
+    for module in (health, memories, tags, recall, graph, enrichment, consolidation, admin, docs, pending):
         app.register_blueprint(module.bp)
 
 

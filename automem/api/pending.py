@@ -20,7 +20,6 @@ NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/analyze"),
     ("GET", "/backup"),
     ("POST", "/admin/restore"),
-    ("GET", "/openapi.json"),
     ("GET", "/metrics"),
 )
 

@@ -1,0 +1,258 @@
+"""OpenAPI 3.1 for the HTTP API, generated from the routes and the pydantic models.
+
+The paths come from the app's own URL map, and each route's description from OPERATIONS, which
+names its request model (the same pydantic class the route validates with). A route without an
+entry, or an entry without a route, makes `tests/test_openapi.py` fail, so the document cannot
+drift from the routes. Routes that still answer 501 (`automem.api.pending`) are listed with
+`x-not-implemented: true` and only a 501 response.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from flask import Flask
+from pydantic import BaseModel, ConfigDict, Field
+
+from automem import __version__
+from automem.api.consolidation import ConsolidateRequest
+from automem.api.pending import NOT_IMPLEMENTED
+from automem.models import (
+    BatchCreate,
+    ByTagQuery,
+    MemoryCreate,
+    MemoryUpdate,
+    ReembedBody,
+    ReprocessBody,
+    SyncBody,
+    TagsQuery,
+)
+from automem.recall.query import RecallQuery
+from automem.relations import AUTHORABLE
+
+_SCHEMA_REF = "#/components/schemas/{model}"
+_IGNORED_METHODS = {"HEAD", "OPTIONS"}
+
+
+class ErrorEnvelope(BaseModel):
+    """Every error response."""
+
+    status: Literal["error"] = "error"
+    error: str = Field(description="a message for humans")
+    code: str = Field(description="a machine code, e.g. invalid_input, not_found, version_conflict")
+    field: str | None = Field(default=None, description="the field at fault, when one is")
+
+
+class Association(BaseModel):
+    """One authored edge (validated in `automem.associations`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    memory1_id: str = Field(json_schema_extra={"format": "uuid"})
+    memory2_id: str = Field(json_schema_extra={"format": "uuid"})
+    type: Literal[tuple(AUTHORABLE)] = "RELATES_TO"  # type: ignore[valid-type]
+    strength: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class AssociationBatch(BaseModel):
+    associations: list[Association] = Field(max_length=500)
+
+
+class DeleteQuery(BaseModel):
+    if_version: int | None = None
+    hard: bool = False
+
+
+class RelatedQuery(BaseModel):
+    relationship_types: str | None = Field(default=None, description="comma list of edge types")
+    max_depth: int = Field(default=1, ge=1, le=3)
+    limit: int = Field(default=5, ge=1, le=200)
+
+
+@dataclass(frozen=True)
+class Operation:
+    summary: str
+    body: type[BaseModel] | tuple[type[BaseModel], ...] | None = None
+    query: type[BaseModel] | None = None
+    success: int = 200
+    admin: bool = False
+    public: bool = False
+
+
+OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("POST", "/memory"): Operation("Store a memory", body=MemoryCreate, success=201),
+    ("POST", "/memory/batch"): Operation("Store up to 1000 memories at once", body=BatchCreate, success=201),
+    ("GET", "/memory/<memory_id>"): Operation("Read a memory"),
+    ("PATCH", "/memory/<memory_id>"): Operation("Update a memory", body=MemoryUpdate),
+    ("DELETE", "/memory/<memory_id>"): Operation(
+        "Delete a memory (soft; hard with the admin token)", query=DeleteQuery
+    ),
+    ("GET", "/memory/by-tag"): Operation("Memories under tags", query=ByTagQuery),
+    ("GET", "/tags"): Operation("The tag tree with counts", query=TagsQuery),
+    ("GET", "/recall"): Operation("Recall memories", query=RecallQuery),
+    ("POST", "/recall"): Operation("Recall memories (fields as JSON)", body=RecallQuery),
+    ("POST", "/associate"): Operation(
+        "Create one or up to 500 authored edges", body=(Association, AssociationBatch), success=201
+    ),
+    ("GET", "/memories/<memory_id>/related"): Operation("Memories linked to a memory", query=RelatedQuery),
+    ("GET", "/health"): Operation("Dependencies, counts, drift, queues", public=True),
+    ("GET", "/enrichment/status"): Operation("Background work: queues, counters, LLM breaker"),
+    ("POST", "/enrichment/reprocess"): Operation(
+        "Re-enrich memories or requeue failed jobs", body=ReprocessBody, success=202, admin=True
+    ),
+    ("GET", "/admin/jobs"): Operation("Job registries and failed jobs", admin=True),
+    ("POST", "/admin/sync"): Operation("Repair vectors from the graph", body=SyncBody, admin=True),
+    ("POST", "/admin/reembed"): Operation(
+        "Re-embed with the configured model", body=ReembedBody, success=202, admin=True
+    ),
+    ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True),
+    ("POST", "/consolidate"): Operation("Run consolidation (dry run by default)", body=ConsolidateRequest),
+    ("GET", "/consolidate/status"): Operation("Consolidation schedule and history"),
+    ("GET", "/openapi.json"): Operation("This document"),
+    ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
+    ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory"),
+    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory"),
+    ("DELETE", "/memory/by-tag"): Operation("Delete memories under tags", admin=True),
+    ("GET", "/startup-recall"): Operation("Memories for the start of a session"),
+    ("GET", "/analyze"): Operation("Statistics over the store"),
+    ("GET", "/backup"): Operation("Stream a backup archive", admin=True),
+    ("POST", "/admin/restore"): Operation("Restore a backup archive", admin=True),
+}
+
+_ERRORS = {
+    400: "invalid input (names the field)",
+    401: "missing or wrong API key",
+    403: "admin token required",
+    404: "unknown memory",
+    409: "version conflict or duplicate id",
+    413: "body too large",
+    503: "graph store unavailable",
+}
+
+
+def routes(app: Flask) -> set[tuple[str, str]]:
+    """(method, Flask rule) of every API route of the app."""
+    found = set()
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint == "static":
+            continue
+        for method in (rule.methods or set()) - _IGNORED_METHODS:
+            found.add((method, rule.rule))
+    return found
+
+
+def build_spec(app: Flask) -> dict[str, Any]:
+    schemas: dict[str, Any] = {"ErrorEnvelope": _schema(ErrorEnvelope, {})}
+    paths: dict[str, dict[str, Any]] = {}
+    for method, rule in sorted(routes(app)):
+        op = OPERATIONS.get((method, rule)) or Operation("(undocumented)")
+        pending = (method, rule) in NOT_IMPLEMENTED
+        paths.setdefault(_openapi_path(rule), {})[method.lower()] = _operation(
+            method, rule, op, schemas, pending
+        )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "automem",
+            "version": __version__,
+            "description": "Long-term memory for AI assistants and agents (AutoMem-compatible).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {
+                "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "adminToken": {"type": "apiKey", "in": "header", "name": "X-Admin-Token"},
+            },
+        },
+        "security": [{"apiKey": []}, {"bearer": []}],
+    }
+
+
+def _operation(
+    method: str, rule: str, op: Operation, schemas: dict[str, Any], pending: bool
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "summary": op.summary,
+        "operationId": _operation_id(method, rule),
+        "parameters": _path_parameters(rule) + (_query_parameters(op.query, schemas) if op.query else []),
+        "responses": _responses(op, pending),
+    }
+    if op.body is not None:
+        models = op.body if isinstance(op.body, tuple) else (op.body,)
+        refs = [{"$ref": _SCHEMA_REF.format(model=_register(m, schemas))} for m in models]
+        schema = refs[0] if len(refs) == 1 else {"oneOf": refs}
+        required = method != "DELETE" and not all(
+            m in (SyncBody, ReembedBody, ConsolidateRequest) for m in models
+        )
+        out["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}
+    if op.public:
+        out["security"] = []
+    elif op.admin:
+        out["security"] = [{"apiKey": [], "adminToken": []}, {"bearer": [], "adminToken": []}]
+    if pending:
+        out["x-not-implemented"] = True
+    return out
+
+
+def _responses(op: Operation, pending: bool) -> dict[str, Any]:
+    error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
+    if pending:
+        return {"501": {"description": "not implemented yet", "content": error}}
+    success = {
+        "type": "object",
+        "properties": {"status": {"const": "success"}},
+        "additionalProperties": True,
+    }
+    responses: dict[str, Any] = {
+        str(op.success): {"description": "success", "content": {"application/json": {"schema": success}}}
+    }
+    for status, description in _ERRORS.items():
+        if status == 401 and op.public:
+            continue
+        if status == 403 and not op.admin:
+            continue
+        responses[str(status)] = {"description": description, "content": error}
+    return responses
+
+
+def _register(model: type[BaseModel], schemas: dict[str, Any]) -> str:
+    if model.__name__ not in schemas:
+        schemas[model.__name__] = _schema(model, schemas)
+    return model.__name__
+
+
+def _schema(model: type[BaseModel], schemas: dict[str, Any]) -> dict[str, Any]:
+    """The model's JSON Schema (2020-12, as OpenAPI 3.1 uses) with nested models hoisted."""
+    schema = model.model_json_schema(ref_template=_SCHEMA_REF)
+    for name, definition in schema.pop("$defs", {}).items():
+        schemas.setdefault(name, definition)
+    return schema
+
+
+def _query_parameters(model: type[BaseModel], schemas: dict[str, Any]) -> list[dict[str, Any]]:
+    schema = _schema(model, schemas)
+    required = set(schema.get("required", []))
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": prop}
+        for name, prop in schema.get("properties", {}).items()
+    ]
+
+
+def _path_parameters(rule: str) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+        for name in re.findall(r"<(?:[^:>]+:)?([^>]+)>", rule)
+    ]
+
+
+def _openapi_path(rule: str) -> str:
+    return re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule)
+
+
+def _operation_id(method: str, rule: str) -> str:
+    words = re.sub(r"[^a-zA-Z0-9]+", "_", _openapi_path(rule).replace("{", "by_").replace("}", "")).strip("_")
+    return f"{method.lower()}_{words or 'root'}"
