@@ -10,6 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from automem import ratelimit
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
 from automem.recall.engine import RecallEngine
@@ -43,6 +44,7 @@ def create_app(
     app.extensions["automem.recall"] = RecallEngine(svc)
     _register_blueprints(app)
     _register_hooks(app, settings)
+    ratelimit.init_app(app, settings, svc.queue_redis)
     _register_error_handlers(app)
     if start_vector_drain and svc.vectors is not None and settings.resolved_vector_backend() == "edge":
         _start_vector_drain(app, svc)

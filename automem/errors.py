@@ -91,3 +91,8 @@ def envelope(message: str, code: str, field: str | None = None, **extra: Any) ->
         body["field"] = field
     body.update(extra)
     return body
+
+
+class RateLimited(AutomemError):
+    status = 429
+    code = "rate_limited"

@@ -245,6 +245,25 @@ class Settings(BaseSettings):
         "limits",
         "How long a response is kept for replay under its Idempotency-Key.",
     )
+    rate_limit_per_minute: int = _setting(
+        600,
+        "AUTOMEM_RATE_LIMIT_PER_MINUTE",
+        "limits",
+        "Write requests (POST/PATCH/DELETE) per API key, or per client address without a key, per "
+        "minute; beyond it 429 with Retry-After. 0 disables the limit.",
+    )
+    rate_limit_loopback: bool = _setting(
+        False,
+        "AUTOMEM_RATE_LIMIT_LOOPBACK",
+        "limits",
+        "Also limit loopback clients of the embedded stack (off: one user on their own machine).",
+    )
+    cors_origins: str = _setting(
+        "",
+        "AUTOMEM_CORS_ORIGINS",
+        "limits",
+        "Comma list of origins allowed to call the API from a browser ('*' for any); empty keeps CORS off.",
+    )
     retention_days: int = _setting(
         30, "RETENTION_DAYS", "limits", "Days a deleted memory stays recoverable before it is purged."
     )
