@@ -349,10 +349,7 @@ class MemoryService:
         return public_memory(doc)
 
     def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
-        tags = [canonical_prefix(t) for t in query.tags] if query.tag_match == "prefix" else query.tags
-        tags = [t for t in tags if t]
-        if not tags:
-            raise InvalidInput("tags: at least one tag is required", field="tags")
+        tags = self._selection_tags(query)
         docs = self.graph.by_tag(
             tags,
             tenant=tenant,
@@ -483,6 +480,63 @@ class MemoryService:
             "recoverable_days": self.settings.retention_days,
         }
 
+    def delete_by_tag(
+        self, query: ByTagQuery, confirm: str | None, tenant: str = DEFAULT_TENANT
+    ) -> dict[str, Any]:
+        """Two steps: without `confirm`, a preview (count, a sample, a confirm token bound to this
+        exact selection for CONFIRM_TTL seconds); with the token, the soft delete of every memory
+        the selection then holds. A token is used once."""
+        tags = self._selection_tags(query)
+        selection = f"{tenant}|{query.tag_mode}|{query.tag_match}|{','.join(sorted(tags))}"
+        if confirm is None:
+            count, sample = self.graph.ids_by_tag(
+                tags, tenant=tenant, mode=query.tag_mode, match=query.tag_match, limit=10
+            )
+            token = self._confirmations().issue(selection)
+            return {
+                "status": "success",
+                "preview": True,
+                "count": count,
+                "sample_ids": sample,
+                "confirm_token": token,
+                "expires_in": CONFIRM_TTL,
+                "message": f"{count} memories would be deleted; repeat with confirm=<token> to delete them",
+            }
+        if not self._confirmations().redeem(confirm, selection):
+            raise InvalidInput(
+                "confirm token unknown, expired, used, or issued for another selection", field="confirm"
+            )
+        deleted: list[str] = []
+        while True:
+            _, ids = self.graph.ids_by_tag(
+                tags, tenant=tenant, mode=query.tag_mode, match=query.tag_match, limit=500
+            )
+            if not ids:
+                break
+            done = self.graph.soft_delete_many(ids, now_iso())
+            deleted += done
+            self._sync_quietly(done)
+            if not done:
+                break
+        return {
+            "status": "success",
+            "preview": False,
+            "deleted": len(deleted),
+            "recoverable_days": self.settings.retention_days,
+        }
+
+    def _selection_tags(self, query: ByTagQuery) -> list[str]:
+        tags = [canonical_prefix(t) for t in query.tags] if query.tag_match == "prefix" else query.tags
+        tags = [t for t in tags if t]
+        if not tags:
+            raise InvalidInput("tags: at least one tag is required", field="tags")
+        return tags
+
+    def _confirmations(self) -> Confirmations:
+        if self.jobs is None:
+            raise StoreUnavailable("confirmations need Redis")
+        return Confirmations(self.jobs.connection)
+
     def purge(self, memory_id: str) -> dict[str, Any]:
         if not self.graph.purge(memory_id):
             raise NotFound(f"memory {memory_id} not found", field="id")
@@ -493,6 +547,26 @@ class MemoryService:
             "deleted": "hard",
             "message": f"Memory {memory_id} purged",
         }
+
+
+CONFIRM_TTL = 300
+
+
+class Confirmations:
+    """Single-use confirm tokens for destructive bulk operations, kept in Redis."""
+
+    def __init__(self, connection: redis.Redis) -> None:
+        self.connection = connection
+
+    def issue(self, selection: str) -> str:
+        token = uuid.uuid4().hex
+        self.connection.set(f"automem:confirm:{token}", selection, ex=CONFIRM_TTL)
+        return token
+
+    def redeem(self, token: str, selection: str) -> bool:
+        stored = self.connection.getdel(f"automem:confirm:{token}")
+        value = stored.decode() if isinstance(stored, bytes) else stored
+        return value == selection
 
 
 def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:

@@ -65,6 +65,10 @@ class DeleteQuery(BaseModel):
     hard: bool = False
 
 
+class DeleteByTagQuery(ByTagQuery):
+    confirm: str | None = Field(default=None, description="the confirm token of a preview")
+
+
 class RelatedQuery(BaseModel):
     relationship_types: str | None = Field(default=None, description="comma list of edge types")
     max_depth: int = Field(default=1, ge=1, le=3)
@@ -114,7 +118,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
     ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory"),
     ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory"),
-    ("DELETE", "/memory/by-tag"): Operation("Delete memories under tags", admin=True),
+    ("DELETE", "/memory/by-tag"): Operation(
+        "Delete memories under tags: preview with a confirm token, then confirm",
+        query=DeleteByTagQuery,
+        admin=True,
+    ),
     ("GET", "/startup-recall"): Operation("Memories for the start of a session"),
     ("GET", "/analyze"): Operation("Statistics over the store"),
     ("GET", "/backup"): Operation("Stream a backup archive", admin=True),

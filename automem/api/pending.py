@@ -15,7 +15,6 @@ bp = Blueprint("pending", __name__)
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/memory/<memory_id>/history"),
     ("POST", "/memory/<memory_id>/recover"),
-    ("DELETE", "/memory/by-tag"),
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
     ("GET", "/backup"),

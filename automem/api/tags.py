@@ -5,14 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 
 from automem.api import respond, services
+from automem.auth import require_admin
 from automem.models import ByTagQuery, TagsQuery, parse
 
 bp = Blueprint("tags", __name__)
 
 
-@bp.get("/memory/by-tag")
-def by_tag() -> tuple[Response, int]:
-    svc = services()
+def _by_tag_query() -> ByTagQuery:
     args = request.args
     data: dict[str, object] = {"tags": args.getlist("tags") or args.getlist("tag")}
     for name in ("limit", "offset", "tag_mode", "tag_match"):
@@ -22,8 +21,20 @@ def by_tag() -> tuple[Response, int]:
     tags = data["tags"]
     if isinstance(tags, list) and len(tags) == 1:
         data["tags"] = tags[0]
-    query = parse(ByTagQuery, data, svc.settings)
-    return respond(svc.memories.by_tag(query))
+    return parse(ByTagQuery, data, services().settings)
+
+
+@bp.get("/memory/by-tag")
+def by_tag() -> tuple[Response, int]:
+    return respond(services().memories.by_tag(_by_tag_query()))
+
+
+@bp.delete("/memory/by-tag")
+@require_admin
+def delete_by_tag() -> tuple[Response, int]:
+    """Preview (count and a confirm token), then delete with `confirm=<token>` (admin)."""
+    confirm = request.args.get("confirm")
+    return respond(services().memories.delete_by_tag(_by_tag_query(), confirm))
 
 
 @bp.get("/tags")

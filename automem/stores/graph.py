@@ -374,6 +374,40 @@ class GraphStore(ConsolidationQueries):
         params = {"tags": list(tags), "first": tags[0], "tenant": tenant, "offset": offset, "limit": limit}
         return [_doc(row) for row in self._ro(cypher, params)]
 
+    def ids_by_tag(
+        self,
+        tags: Sequence[str],
+        *,
+        tenant: str,
+        mode: Literal["any", "all"],
+        match: Literal["prefix", "exact"],
+        limit: int,
+    ) -> tuple[int, list[str]]:
+        """(how many active memories carry the tags, the ids of up to `limit` of them)."""
+        field = "tag_prefixes" if match == "prefix" else "tags"
+        if mode == "any":
+            head = f"UNWIND $tags AS t MATCH (m:Memory) WHERE t IN m.{field}"
+        else:
+            head = f"MATCH (m:Memory) WHERE $first IN m.{field} AND all(t IN $tags WHERE t IN m.{field})"
+        cypher = f"""
+        {head} AND m.state = 'active' AND m.tenant = $tenant
+        WITH DISTINCT m
+        RETURN count(m), collect(m.id)[0..$limit]
+        """
+        params = {"tags": list(tags), "first": tags[0], "tenant": tenant, "limit": limit}
+        rows = self._ro(cypher, params)
+        return (int(rows[0][0]), list(rows[0][1])) if rows else (0, [])
+
+    def soft_delete_many(self, ids: Sequence[str], deleted_at: str) -> list[str]:
+        """Soft-delete the active memories among `ids` (as DELETE /memory/<id> does, one write)."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.id IN $ids AND m.state <> 'deleted'
+        SET m.state = 'deleted', m.deleted_at = $now, m.dedup_key = null,
+            m.version = m.version + 1, m.rev = m.rev + 1
+        RETURN m.id
+        """
+        return [row[0] for row in self._query(cypher, {"ids": list(ids), "now": deleted_at}).result_set]
+
     def tag_counts(self, prefix: str | None, tenant: str) -> list[tuple[str, int]]:
         """Every tag prefix at or below `prefix` with the number of active memories under it."""
         if prefix:
