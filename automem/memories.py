@@ -14,6 +14,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import redis
@@ -26,7 +27,7 @@ from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
 from automem.stores.queue import JobQueue
 from automem.tags import SESSION_KEYS, canonical_prefix, sequence_scope, tag_prefixes
-from automem.timeutil import now_iso
+from automem.timeutil import format_utc, now_iso, utc_now
 from automem.vectorsync import VectorSync
 from enrichment.llm import LlmClient, LlmError
 
@@ -536,6 +537,24 @@ class MemoryService:
         if self.jobs is None:
             raise StoreUnavailable("confirmations need Redis")
         return Confirmations(self.jobs.connection)
+
+    def recover(self, memory_id: str) -> dict[str, Any]:
+        """Bring back a memory deleted within RETENTION_DAYS."""
+        since = format_utc(utc_now() - timedelta(days=self.settings.retention_days))
+        doc = self.graph.recover(memory_id, since)
+        if doc is None:
+            current = self.graph.get_memory(memory_id, include_deleted=True)
+            if current is None:
+                raise NotFound(f"memory {memory_id} not found", field="id")
+            if current.get("state") != "deleted":
+                raise Conflict(f"memory {memory_id} is not deleted", field="id", code="not_deleted")
+            raise NotFound(
+                f"memory {memory_id} was deleted more than {self.settings.retention_days} days ago",
+                field="id",
+                code="not_recoverable",
+            )
+        self._sync_quietly([memory_id])
+        return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": public_memory(doc)}
 
     def purge(self, memory_id: str) -> dict[str, Any]:
         if not self.graph.purge(memory_id):

@@ -68,6 +68,11 @@ def delete_memory(memory_id: str) -> tuple[Response, int]:
     return respond(services().memories.delete(memory_id, if_version))
 
 
+@bp.post("/memory/<memory_id>/recover")
+def recover_memory(memory_id: str) -> tuple[Response, int]:
+    return respond(services().memories.recover(parse_uuid(memory_id, "id")))
+
+
 @require_admin
 def _purge(memory_id: str) -> tuple[Response, int]:
     return respond(services().memories.purge(memory_id))

@@ -14,7 +14,6 @@ bp = Blueprint("pending", __name__)
 
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/memory/<memory_id>/history"),
-    ("POST", "/memory/<memory_id>/recover"),
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
     ("GET", "/backup"),

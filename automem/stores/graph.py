@@ -296,6 +296,21 @@ class GraphStore(ConsolidationQueries):
         ).result_set
         return _doc(rows[0]) if rows else None
 
+    def recover(self, memory_id: str, deleted_since: str) -> dict[str, Any] | None:
+        """Undo a soft delete made at or after `deleted_since`; the memory becomes a dedup target
+        again unless an active memory with the same content took that role meanwhile."""
+        cypher = f"""
+        MATCH (m:Memory {{id: $id}})
+        WHERE m.state = 'deleted' AND coalesce(m.deleted_at, '') >= $since
+        OPTIONAL MATCH (d:Memory {{dedup_key: m.tenant + ':' + m.content_hash}})
+        WITH m, count(d) AS taken
+        SET m.state = 'active', m.deleted_at = null, m.version = m.version + 1, m.rev = m.rev + 1,
+            m.dedup_key = CASE WHEN taken = 0 THEN m.tenant + ':' + m.content_hash ELSE null END
+        RETURN {_PROJECTION}
+        """
+        rows = self._query(cypher, {"id": memory_id, "since": deleted_since}).result_set
+        return _doc(rows[0]) if rows else None
+
     def purge(self, memory_id: str) -> bool:
         result = self._query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory_id})
         return int(result.nodes_deleted) > 0
