@@ -305,6 +305,13 @@ class Settings(BaseSettings):
         "jobs",
         "At start, enqueue every memory that lacks its embedding, so a lost queue loses no work.",
     )
+    purge_interval_seconds: int = _setting(
+        3600,
+        "AUTOMEM_PURGE_INTERVAL_SECONDS",
+        "jobs",
+        "How often the purge job (RQ cron) removes memories deleted more than RETENTION_DAYS ago: "
+        "node, edges and vector. 0 disables it.",
+    )
     vector_sync_batch: int = _setting(
         256,
         "AUTOMEM_VECTOR_SYNC_BATCH",

@@ -34,6 +34,7 @@ from rq.exceptions import SchedulerNotFound
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
 from enrichment.consolidation import TASKS, run_consolidation, task_interval
+from enrichment.jobs import purge_deleted
 
 if TYPE_CHECKING:
     from automem.settings import Settings
@@ -45,6 +46,7 @@ LEADER_KEY = "automem:consolidation:cron-leader"
 LEASE_MS = 90_000
 MAX_TICK_SECONDS = 30.0
 JOB_PREFIX = "consolidation:"
+PURGE_JOB = "purge-deleted"
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -88,6 +90,18 @@ def build_scheduler(
         if last:
             with contextlib.suppress(ValueError):
                 job.set_enqueue_time(parse_iso(last))
+    if settings.purge_interval_seconds > 0:
+        # Not consolidation, but the same one active scheduler runs it: deleted memories past
+        # RETENTION_DAYS are removed for good.
+        scheduler.register(
+            purge_deleted,
+            "maintenance",
+            interval=settings.purge_interval_seconds,
+            job_timeout=timeout,
+            result_ttl=86400,
+            failure_ttl=7 * 86400,
+            name=PURGE_JOB,
+        )
     return scheduler
 
 

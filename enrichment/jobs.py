@@ -6,11 +6,12 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from automem.memories import ENRICH_CHUNK
 from automem.services import Services
-from automem.timeutil import now_iso
+from automem.timeutil import format_utc, now_iso, utc_now
 from enrichment.context import current_services
 from enrichment.enrich import ENRICHMENT_VERSION, derive
 from enrichment.links import link_sequence, link_similar
@@ -269,3 +270,17 @@ def flush_access(batch: int = 5000) -> int:
             counts[memory_id] = counts.get(memory_id, 0) + 1
         applied += svc.graph.touch([{"id": i, "at": latest[i], "n": counts[i]} for i in latest])
     return applied
+
+
+def purge_deleted(page: int = 500) -> dict[str, Any]:
+    """Remove memories deleted more than RETENTION_DAYS ago: node, edges and vector (RQ cron)."""
+    svc = current_services()
+    before = format_utc(utc_now() - timedelta(days=svc.settings.retention_days))
+    purged = 0
+    while ids := svc.graph.deleted_before(before, page):
+        removed = svc.graph.purge_many(ids)
+        svc.sync.request(ids)  # the owner finds no node and deletes the points
+        purged += removed
+        if removed == 0:
+            break
+    return {"purged": purged, "deleted_before": before}

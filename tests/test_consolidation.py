@@ -434,6 +434,10 @@ def test_history_is_pruned(services: Services) -> None:
 
 # --- RQ cron --------------------------------------------------------------------------------------
 def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redis) -> None:
+    with_purge = build_scheduler(settings, redis_conn, {})
+    purge = {job.name: job for job in with_purge.get_jobs()}["purge-deleted"]
+    assert purge.func_name == "enrichment.jobs.purge_deleted" and purge.interval == 3600
+    settings = settings.model_copy(update={"purge_interval_seconds": 0})  # consolidation alone below
     scheduler = build_scheduler(settings, redis_conn, {})
     jobs = {job.name: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"consolidation:decay", "consolidation:creative", "consolidation:cluster"}
@@ -463,8 +467,9 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
     api: Api, services: Services, corpus: dict[str, str], jobs: Any
 ) -> None:
     conn = services.queue_redis
-    first = CronRunner(services.settings, conn, services.graph)
-    second = CronRunner(services.settings, conn, services.graph)
+    no_purge = services.settings.model_copy(update={"purge_interval_seconds": 0})
+    first = CronRunner(no_purge, conn, services.graph)
+    second = CronRunner(no_purge, conn, services.graph)
     assert first.tick() <= 30 and second.tick() == 30  # the second waits for the lease
     assert first.scheduler is not None and second.scheduler is None
     [live] = CronScheduler.all(conn)

@@ -54,3 +54,28 @@ def test_recover_after_the_content_was_stored_again(api: Api) -> None:
     assert api.post(f"/memory/{memory_id}/recover").status_code == 200
     # The newer memory keeps the dedup role; both are readable.
     assert api.post("/memory", json={"content": "Duplicate-prone content"}).get_json()["memory_id"] == newer
+
+
+def test_the_purge_job_removes_memories_past_retention(api: Api, services: Services, jobs: Any) -> None:
+    from enrichment import jobs as enrichment_jobs
+    from enrichment.context import use_services
+
+    old = _store(api, "Deleted long ago")
+    recent = _store(api, "Deleted yesterday")
+    linked = _store(api, "Still alive")
+    api.post("/associate", json={"memory1_id": old, "memory2_id": linked, "type": "RELATES_TO"})
+    jobs()
+    api.delete(f"/memory/{old}")
+    api.delete(f"/memory/{recent}")
+    services.graph._query(
+        "MATCH (m:Memory {id: $id}) SET m.deleted_at = '2000-01-01T00:00:00.000000+00:00'", {"id": old}
+    )
+    use_services(services)
+    result = enrichment_jobs.purge_deleted()
+    assert result["purged"] == 1
+    assert services.graph.get_memory(old, include_deleted=True) is None
+    assert services.graph.get_memory(recent, include_deleted=True) is not None
+    assert services.vectors is not None
+    assert {r.id for r in services.vectors.retrieve([old, recent])} == {recent}
+    assert services.graph.edges_of([linked], ["RELATES_TO"], 5) == {}
+    assert api.post(f"/memory/{recent}/recover").status_code == 200

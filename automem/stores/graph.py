@@ -311,6 +311,19 @@ class GraphStore(ConsolidationQueries):
         rows = self._query(cypher, {"id": memory_id, "since": deleted_since}).result_set
         return _doc(rows[0]) if rows else None
 
+    def deleted_before(self, before: str, limit: int) -> list[str]:
+        """Ids of memories soft-deleted before `before` (due for purging)."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.state = 'deleted' AND coalesce(m.deleted_at, '') < $before
+        RETURN m.id LIMIT $limit
+        """
+        return [row[0] for row in self._ro(cypher, {"before": before, "limit": limit})]
+
+    def purge_many(self, ids: Sequence[str]) -> int:
+        """Remove deleted memories and their edges for good."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids AND m.state = 'deleted' DETACH DELETE m"
+        return int(self._query(cypher, {"ids": list(ids)}).nodes_deleted)
+
     def purge(self, memory_id: str) -> bool:
         result = self._query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory_id})
         return int(result.nodes_deleted) > 0
