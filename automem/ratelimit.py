@@ -2,8 +2,9 @@
 
 Rate limit: at most AUTOMEM_RATE_LIMIT_PER_MINUTE POST/PATCH/DELETE requests per API key (or per
 client address when no key is sent) in each clock minute, counted in Redis so every API process
-shares the budget; beyond it, 429 `rate_limited` with `Retry-After`. Loopback clients of the
-embedded stack (one user on their own machine) are not limited unless AUTOMEM_RATE_LIMIT_LOOPBACK
+shares the budget; beyond it, 429 `rate_limited` with `Retry-After`. POST /recall only reads and
+is not counted. Loopback clients of a one-machine stack (vectors in a Qdrant Edge shard, as in the
+embedded mode: one user on their own machine) are not limited unless AUTOMEM_RATE_LIMIT_LOOPBACK
 is set. If Redis cannot count, the request goes through: a limiter must not take the API down.
 
 CORS is off unless AUTOMEM_CORS_ORIGINS names origins (flask-cors answers preflights).
@@ -26,6 +27,8 @@ from automem.settings import Settings, host_is_loopback
 log = logging.getLogger(__name__)
 
 MUTATING = {"POST", "PATCH", "PUT", "DELETE"}
+# POST routes that only read (POST /recall exists for bodies too long for a query string).
+READ_ONLY_POSTS = {"recall.recall_post"}
 WINDOW_SECONDS = 60
 
 
@@ -40,7 +43,7 @@ def init_app(app: Flask, settings: Settings, connection: redis.Redis) -> None:
 
     @app.before_request
     def _limit() -> None:
-        if request.method not in MUTATING or _exempt(settings):
+        if request.method not in MUTATING or request.endpoint in READ_ONLY_POSTS or _exempt(settings):
             return
         retry_after = _over_budget(connection, _client_key(settings), settings.rate_limit_per_minute)
         if retry_after is not None:
@@ -58,7 +61,7 @@ def init_app(app: Flask, settings: Settings, connection: redis.Redis) -> None:
 
 def _exempt(settings: Settings) -> bool:
     address = request.remote_addr or ""
-    return settings.embedded and not settings.rate_limit_loopback and host_is_loopback(address)
+    return settings.single_host and not settings.rate_limit_loopback and host_is_loopback(address)
 
 
 def _client_key(settings: Settings) -> str:

@@ -256,7 +256,8 @@ class Settings(BaseSettings):
         False,
         "AUTOMEM_RATE_LIMIT_LOOPBACK",
         "limits",
-        "Also limit loopback clients of the embedded stack (off: one user on their own machine).",
+        "Also limit loopback clients when the stack runs on one machine (a Qdrant Edge shard, as in "
+        "the embedded mode); off: one user on their own machine is never limited.",
     )
     cors_origins: str = _setting(
         "",
@@ -475,6 +476,13 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """True when no external FalkorDB is configured: `automem serve` runs its own."""
         return not (self.falkordb_url or self.falkordb_host)
+
+    @property
+    def single_host(self) -> bool:
+        """True when the vectors live in a Qdrant Edge shard in the data dir: the whole stack then
+        runs on this one machine (the processes `automem serve` supervises get FALKORDB_URL set,
+        so `embedded` alone cannot tell them apart from server mode)."""
+        return self.resolved_vector_backend() == "edge"
 
     def graph_url(self) -> str | None:
         if self.falkordb_url:

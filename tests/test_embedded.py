@@ -61,7 +61,15 @@ class Service:
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
-        env.update({"AUTOMEM_API_TOKEN": TOKEN, "EMBEDDING_PROVIDER": "hash", "AUTOMEM_LOG_LEVEL": "WARNING"})
+        env.update(
+            {
+                "AUTOMEM_API_TOKEN": TOKEN,
+                "EMBEDDING_PROVIDER": "hash",
+                "AUTOMEM_LOG_LEVEL": "WARNING",
+                # Loopback clients of the embedded stack are exempt: 20 writes pass a limit of 5.
+                "AUTOMEM_RATE_LIMIT_PER_MINUTE": "5",
+            }
+        )
         argv = [
             sys.executable,
             "-m",

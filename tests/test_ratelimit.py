@@ -19,7 +19,11 @@ from tests.conftest import API_TOKEN, Api, make_settings
 @pytest.fixture
 def limited(falkordb_server: EmbeddedFalkorDB, redis_conn: Any, tmp_path: Path) -> Iterator[Flask]:
     settings = make_settings(
-        falkordb_server.url, tmp_path / "limited", rate_limit_per_minute=3, cors_origins="https://app.example"
+        falkordb_server.url,
+        tmp_path / "limited",
+        rate_limit_per_minute=3,
+        rate_limit_loopback=True,  # the test client calls from 127.0.0.1
+        cors_origins="https://app.example",
     )
     application = create_app(settings, start_vector_drain=False)
     yield application
@@ -40,6 +44,18 @@ def test_writes_beyond_the_limit_get_429_with_retry_after(limited: Flask) -> Non
     assert api.get("/health").get_json()["counts"]["total"] == 3
 
 
+def test_recall_by_post_is_a_read_and_not_counted(limited: Flask) -> None:
+    api = Api(limited.test_client())
+    for n in range(5):
+        assert api.post("/recall", json={"query": f"q {n}"}).status_code == 200
+    assert [api.post("/memory", json={"content": f"w {n}"}).status_code for n in range(4)] == [
+        201,
+        201,
+        201,
+        429,
+    ]
+
+
 def test_the_budget_is_per_key(limited: Flask, redis_conn: Any) -> None:
     first = Api(limited.test_client())
     for n in range(3):
@@ -56,10 +72,9 @@ def test_loopback_is_exempt_in_embedded_mode(
 ) -> None:
     from automem import ratelimit
 
-    embedded = make_settings(
-        falkordb_server.url, tmp_path / "data", rate_limit_per_minute=1, falkordb_url=None, redis_url=None
-    )
-    assert embedded.embedded
+    # The processes `automem serve` supervises are told FALKORDB_URL: the Edge shard marks the stack.
+    embedded = make_settings(falkordb_server.url, tmp_path / "data", rate_limit_per_minute=1)
+    assert embedded.single_host and not embedded.embedded
     app = Flask("probe")
     with app.test_request_context("/memory", method="POST", environ_base={"REMOTE_ADDR": "127.0.0.1"}):
         assert ratelimit._exempt(embedded)
@@ -68,6 +83,9 @@ def test_loopback_is_exempt_in_embedded_mode(
     strict = embedded.model_copy(update={"rate_limit_loopback": True})
     with app.test_request_context("/memory", method="POST", environ_base={"REMOTE_ADDR": "127.0.0.1"}):
         assert not ratelimit._exempt(strict)
+    server = embedded.model_copy(update={"vector_backend": "qdrant"})
+    with app.test_request_context("/memory", method="POST", environ_base={"REMOTE_ADDR": "127.0.0.1"}):
+        assert not ratelimit._exempt(server)
 
 
 def test_cors_only_for_configured_origins(limited: Flask, app: Flask) -> None:
