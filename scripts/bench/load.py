@@ -1,0 +1,485 @@
+"""Load benchmark: ingest, recall and by-tag speed, and every process's memory, at N = 10k and 100k.
+
+Starts `automem serve` (embedded mode, hash embeddings for queries) on a temporary data dir
+unless --url is given, and grows one store through each size in turn. At each size it stores
+memories with single POSTs at concurrency 1 and 4 and fills up to the size with /memory/batch,
+waits until the background queues have drained (steady state), then measures recall (plain,
+tag-prefix filtered, time filtered; concurrency 1 and 8), GET /memory/by-tag and the resident
+memory of every process. Memories and queries carry client-side 384-d vectors, so no model time
+is measured. The corpus is deterministic (seeded): 100-300-char memories over the 7 types,
+hierarchical tags (`project-x`, `slack:channel:general`, `2025-01`), importance 0.3-1.0,
+timestamps over a year. Results: benchmarks/load.json and benchmarks/load.md.
+
+    python scripts/bench/load.py                      # N = 10k and 100k
+    python scripts/bench/load.py --sizes 10000        # 10k only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from scripts.bench.common import (
+    ROOT,
+    Service,
+    command_line,
+    embedded_service,
+    git_commit,
+    load_avg,
+    log,
+    machine_info,
+    memory_of,
+    other_service_processes,
+    percentiles,
+)
+
+SEED = 20250101
+DIM = 384
+TYPES = ("Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context")
+PROJECTS = tuple(f"project-{name}" for name in "abcdefghijklmnopqrst")
+SOURCES = (
+    "slack:channel:general",
+    "slack:channel:random",
+    "slack:channel:eng",
+    "slack:channel:ops",
+    "github:repo:api",
+    "github:repo:web",
+    "email:inbox",
+    "meeting:standup",
+)
+TOPICS = (
+    ("database", "postgres schema migration index query planner vacuum replica"),
+    ("deploy", "release pipeline rollback canary kubernetes helm container image"),
+    ("frontend", "react component styling accessibility bundle render hydration"),
+    ("testing", "pytest fixture flaky coverage integration contract mock"),
+    ("security", "token rotation secret audit permission encryption login"),
+    ("latency", "cache p95 profiling hot path queue backpressure timeout"),
+    ("billing", "invoice stripe plan upgrade refund quota pricing"),
+    ("onboarding", "docs tutorial newcomer checklist mentor setup laptop"),
+    ("incident", "outage pager postmortem alert escalation dashboard"),
+    ("design", "architecture interface module boundary coupling refactor"),
+)
+_PROSE = (
+    "we agreed that the team should keep it simple and revisit after the next milestone noting "
+    "the tradeoffs raised in review and the numbers from last week"
+)
+FILLER = tuple(_PROSE.split())
+TEMPLATES = {
+    "Decision": "Decided to {a} the {t} work for {p}: {w}.",
+    "Pattern": "Noticed a recurring pattern in {t} on {p}: {w}.",
+    "Preference": "Prefers {a} over the alternatives for {t} in {p}; {w}.",
+    "Style": "Writing style for {t} notes in {p}: {w}.",
+    "Habit": "Usually does the {t} review for {p} on Mondays; {w}.",
+    "Insight": "Learned that {t} problems in {p} come from {w}.",
+    "Context": "Context for {p} {t}: {w}.",
+}
+ACTIONS = ("adopt", "postpone", "split", "automate", "document", "replace", "measure")
+YEAR_START = 1735689600  # 2025-01-01T00:00:00Z
+YEAR_SECONDS = 365 * 86400
+
+
+class Corpus:
+    """Memories and queries drawn from seeded topics: each topic has a direction in vector space
+    and a vocabulary, so vector and keyword channels both have something real to find."""
+
+    def __init__(self, seed: int = SEED) -> None:
+        gen = np.random.default_rng(seed)
+        centroids = gen.normal(size=(len(TOPICS), DIM))
+        self.centroids = centroids / np.linalg.norm(centroids, axis=1, keepdims=True)
+        self.seed = seed
+
+    def _vector(self, gen: np.random.Generator, topic: int) -> list[float]:
+        v = self.centroids[topic] + 0.9 * gen.normal(size=DIM) / np.sqrt(DIM)
+        return [round(float(x), 4) for x in v / np.linalg.norm(v)]
+
+    def memory(self, n: int) -> dict[str, Any]:
+        rng = random.Random(self.seed * 1_000_003 + n)
+        gen = np.random.default_rng(self.seed + n)
+        topic = rng.randrange(len(TOPICS))
+        mtype = TYPES[n % len(TYPES)]
+        project = rng.choice(PROJECTS)
+        words = TOPICS[topic][1].split()
+        stamp = YEAR_START + rng.randrange(YEAR_SECONDS)
+        month = time.strftime("%Y-%m", time.gmtime(stamp))
+        target = rng.randint(100, 300)
+        body = TEMPLATES[mtype].format(
+            a=rng.choice(ACTIONS), t=TOPICS[topic][0], p=project, w=" ".join(rng.sample(words, 3))
+        )
+        while len(body) < target:
+            body += " " + rng.choice((*FILLER, *words))
+        return {
+            "content": f"{body[:target].rstrip()} (#{n})",
+            "type": mtype,
+            "tags": [project, rng.choice(SOURCES), month],
+            "importance": round(rng.uniform(0.3, 1.0), 2),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp)),
+            "embedding": self._vector(gen, topic),
+        }
+
+    def query(self, n: int) -> dict[str, Any]:
+        rng = random.Random(self.seed * 7 + n)
+        gen = np.random.default_rng(self.seed * 11 + n)
+        topic = rng.randrange(len(TOPICS))
+        words = TOPICS[topic][1].split()
+        return {
+            "query": f"{TOPICS[topic][0]} {' '.join(rng.sample(words, 2))}",
+            "embedding": self._vector(gen, topic),
+            "limit": 10,
+        }
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+def timed(call: Callable[[], httpx.Response], expect: Sequence[int]) -> tuple[float, httpx.Response]:
+    start = time.perf_counter()
+    response = call()
+    elapsed = time.perf_counter() - start
+    if response.status_code not in expect:
+        raise SystemExit(f"unexpected {response.status_code}: {response.text[:300]}")
+    return elapsed, response
+
+
+def run_concurrently(calls: Sequence[Callable[[], float]], concurrency: int) -> tuple[list[float], float]:
+    """Run the calls on `concurrency` threads; their durations and the wall time."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        samples = list(pool.map(lambda call: call(), calls))
+    return samples, time.perf_counter() - start
+
+
+def single_posts(client: httpx.Client, items: Sequence[dict[str, Any]], concurrency: int) -> dict[str, Any]:
+    calls = [lambda m=m: timed(lambda: client.post("/memory", json=m), (201,))[0] for m in items]
+    samples, wall = run_concurrently(calls, concurrency)
+    return {"requests": len(items), "concurrency": concurrency, "per_s": round(len(items) / wall, 1)} | (
+        percentiles(samples)
+    )
+
+
+def batch_posts(
+    client: httpx.Client, items: Sequence[dict[str, Any]], size: int, concurrency: int
+) -> dict[str, Any]:
+    chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
+    calls = [
+        lambda c=c: timed(lambda: client.post("/memory/batch", json={"memories": c}), (201,))[0]
+        for c in chunks
+    ]
+    samples, wall = run_concurrently(calls, concurrency)
+    return {
+        "memories": len(items),
+        "batch_size": size,
+        "concurrency": concurrency,
+        "per_s": round(len(items) / wall, 1),
+    } | percentiles(samples)
+
+
+def recall_runs(
+    client: httpx.Client, bodies: Sequence[dict[str, Any]], concurrency: int
+) -> tuple[dict[str, Any], list[dict[str, float]]]:
+    timings: list[dict[str, float]] = []
+    lock = threading.Lock()
+
+    def one(body: dict[str, Any]) -> float:
+        elapsed, response = timed(lambda: client.post("/recall", json=body), (200,))
+        with lock:
+            timings.append(response.json().get("timings_ms") or {})
+        return elapsed
+
+    samples, wall = run_concurrently([lambda b=b: one(b) for b in bodies], concurrency)
+    return {
+        "requests": len(bodies),
+        "concurrency": concurrency,
+        "qps": round(len(bodies) / wall, 1),
+    } | percentiles(samples), timings
+
+
+def stage_breakdown(timings: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:
+    stages = sorted({k for t in timings for k in t})
+    return {stage: percentiles([t[stage] / 1000 for t in timings if stage in t]) for stage in stages}
+
+
+def recall_suite(client: httpx.Client, corpus: Corpus, rounds: int) -> dict[str, Any]:
+    variants: dict[str, Callable[[dict[str, Any], int], dict[str, Any]]] = {
+        "plain": lambda b, n: b,
+        "tag_prefix": lambda b, n: b | {"tags": ["slack"] if n % 2 else [PROJECTS[n % len(PROJECTS)]]},
+        "time_window": lambda b, n: (
+            b | {"start": f"2025-{1 + n % 10:02d}-01T00:00:00Z", "end": f"2025-{3 + n % 10:02d}-01T00:00:00Z"}
+        ),
+    }
+    out: dict[str, Any] = {}
+    breakdown: dict[str, Any] = {}
+    for name, shape in variants.items():
+        bodies = [shape(corpus.query(n), n) for n in range(rounds)]
+        for _ in range(2):  # warm-up: the query cache and the engines' first calls
+            recall_runs(client, bodies[:20], 1)
+        for concurrency in (1, 8):
+            result, timings = recall_runs(client, bodies, concurrency)
+            out[f"{name}_c{concurrency}"] = result
+            if concurrency == 1:
+                breakdown[name] = stage_breakdown(timings)
+    return {"recall": out, "stages": breakdown}
+
+
+def by_tag_suite(client: httpx.Client, rounds: int) -> dict[str, Any]:
+    queries = {
+        "project_prefix": lambda n: {"tags": PROJECTS[n % len(PROJECTS)], "limit": 50},
+        "broad_prefix": lambda n: {"tags": "slack", "limit": 50},
+        "exact_month": lambda n: {"tags": f"2025-{1 + n % 12:02d}", "tag_match": "exact", "limit": 50},
+    }
+    out = {}
+    for name, params in queries.items():
+        calls = [
+            lambda n=n, params=params: timed(lambda: client.get("/memory/by-tag", params=params(n)), (200,))[
+                0
+            ]
+            for n in range(rounds)
+        ]
+        samples, wall = run_concurrently(calls, 1)
+        out[name] = {"requests": rounds, "qps": round(rounds / wall, 1)} | percentiles(samples)
+    return out
+
+
+def wait_drained(client: httpx.Client, timeout: float, poll: float = 2.0) -> dict[str, Any]:
+    """Wait until every memory is embedded and enriched and the queues are empty."""
+    start = time.perf_counter()
+    last: dict[str, Any] = {}
+    while time.perf_counter() - start < timeout:
+        health = client.get("/health").json()
+        counts = health.get("counts") or {}
+        depths = (health.get("queues") or {}).get("depths") or {}
+        last = {
+            "embedding_pending": counts.get("embedding_pending"),
+            "enrichment_pending": counts.get("enrichment_pending"),
+            "queued": sum(int(v) for v in depths.values() if int(v) > 0),
+            "drift": (health.get("drift") or {}).get("difference"),
+        }
+        if not any(last.values()):
+            return {"drained": True, "seconds": round(time.perf_counter() - start, 1), **last}
+        time.sleep(poll)
+    return {"drained": False, "seconds": round(time.perf_counter() - start, 1), **last}
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def grow_to(
+    client: httpx.Client, corpus: Corpus, start: int, size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Store memories start..size-1: single POSTs at c=1 and c=4, then batches."""
+    next_n = start
+    results: dict[str, Any] = {}
+    for key, count, concurrency in (("single_c1", args.single, 1), ("single_c4", 2 * args.single, 4)):
+        count = min(count, size - next_n)
+        items = [corpus.memory(n) for n in range(next_n, next_n + count)]
+        results[key] = single_posts(client, items, concurrency)
+        next_n += count
+        log(f"  {key}: {results[key]['per_s']}/s p50 {results[key]['p50_ms']} ms")
+    # Build the batch bodies before timing: the client's JSON work is not the service's.
+    items = [corpus.memory(n) for n in range(next_n, size)]
+    results["batch"] = batch_posts(client, items, args.batch, args.batch_concurrency)
+    log(f"  batch x{args.batch} c{args.batch_concurrency}: {results['batch']['per_s']}/s")
+    return results
+
+
+def measure_size(service: Service, corpus: Corpus, start: int, size: int, args: argparse.Namespace) -> dict:
+    log(f"N={size}: ingest {start}..{size - 1}")
+    with service.client(connections=args.connections) as client:
+        ingest = grow_to(client, corpus, start, size, args)
+        drain = wait_drained(client, args.drain_timeout)
+        log(f"  drained: {drain}")
+        counts = client.get("/health").json().get("counts")
+        reads = recall_suite(client, corpus, args.rounds)
+        log("  recall: " + ", ".join(f"{k} p50 {v['p50_ms']}" for k, v in reads["recall"].items()))
+        by_tag = by_tag_suite(client, args.rounds)
+        log("  by-tag: " + ", ".join(f"{k} p50 {v['p50_ms']}" for k, v in by_tag.items()))
+    memory = memory_of(service.proc.pid) if service.proc else []
+    return {
+        "size": size,
+        "ingest": ingest,
+        "drain": drain,
+        "counts": counts,
+        **reads,
+        "by_tag": by_tag,
+        "processes": memory,
+        "load_avg": load_avg(),
+    }
+
+
+def run(args: argparse.Namespace, service: Service) -> dict[str, Any]:
+    corpus = Corpus(args.seed)
+    stages, done = [], 0
+    for size in sorted(args.sizes):
+        stages.append(measure_size(service, corpus, done, size, args))
+        done = size
+    return {"stages": stages}
+
+
+# --- report -------------------------------------------------------------------------------------
+
+TARGETS = {
+    "recall p50 at 10k (ms)": 10,
+    "recall p95 at 10k (ms)": 30,
+    "recall p50 at 100k (ms)": 25,
+    "single-request ingest (/s)": 400,
+    "batch ingest (/s)": 5000,
+    "by-tag p50 at 100k (ms)": 5,
+    "largest process RSS at 100k (MB)": 1024,
+}
+
+
+def _row(name: str, r: dict[str, Any], rate_key: str) -> str:
+    return f"| {name} | {r.get(rate_key, '')} | {r.get('p50_ms')} | {r.get('p95_ms')} | {r.get('p99_ms')} |"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    meta = report["meta"]
+    m = meta["machine"]
+    lines = [
+        f"# Load benchmark ({meta['date']}, {m['cores']} cores, Python {m['python']}, "
+        f"commit {meta['git_commit']})",
+        "",
+        f"Command: `{meta['command']}`",
+        "",
+        f"Service: {meta['service']}. Corpus seed {meta['seed']}; client-side {DIM}-d vectors on "
+        "memories and queries (no model time); recall `limit` 10. Load average at start "
+        f"{meta['load_start']}, at end {meta['load_end']}.",
+        "",
+    ]
+    if meta.get("other_processes"):
+        lines += [f"Note: {len(meta['other_processes'])} other service processes shared the CPU.", ""]
+    for stage in report["results"]["stages"]:
+        size = stage["size"]
+        lines += [
+            f"## N = {size:,}",
+            "",
+            "| ingest | per s | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|---|",
+        ]
+        for key, r in stage["ingest"].items():
+            label = f"{key} (x{r['batch_size']}, c{r['concurrency']})" if key == "batch" else key
+            lines.append(_row(label, r, "per_s"))
+        drain = stage["drain"]
+        lines += [
+            "",
+            f"Background queues drained {drain['seconds']} s after ingest "
+            f"({'yes' if drain['drained'] else 'NO: timed out'}).",
+            "",
+            "| recall | QPS | p50 ms | p95 ms | p99 ms |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [_row(k, r, "qps") for k, r in stage["recall"].items()]
+        lines += ["", "| by-tag | QPS | p50 ms | p95 ms | p99 ms |", "|---|---|---|---|---|"]
+        lines += [_row(k, r, "qps") for k, r in stage["by_tag"].items()]
+        lines += ["", "Recall stages (server `timings_ms`, concurrency 1, p50 / p95 ms):", ""]
+        stages = stage["stages"]
+        names = sorted({s for v in stages.values() for s in v})
+        lines += ["| stage | " + " | ".join(stages) + " |", "|---" * (len(stages) + 1) + "|"]
+        for s in names:
+            cells = [
+                f"{stages[v][s]['p50_ms']} / {stages[v][s]['p95_ms']}" if s in stages[v] else ""
+                for v in stages
+            ]
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
+        if stage["processes"]:
+            lines += ["", "| process | RSS MB | peak RSS MB |", "|---|---|---|"]
+            lines += [
+                f"| {p['role']} ({p['pid']}) | {p['rss_mb']} | {p['peak_rss_mb']} |"
+                for p in stage["processes"]
+            ]
+        lines.append("")
+    lines += ["## Targets", "", "| target | goal | measured |", "|---|---|---|"]
+    lines += [f"| {name} | {goal} | {value} |" for name, goal, value in target_rows(report)]
+    return "\n".join(lines) + "\n"
+
+
+def target_rows(report: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    by_size = {s["size"]: s for s in report["results"]["stages"]}
+    small, large = by_size.get(10_000), by_size.get(100_000)
+
+    def recall(stage: dict | None, key: str) -> Any:
+        return stage["recall"]["plain_c1"][key] if stage else "not run"
+
+    ingest = [s["ingest"] for s in by_size.values()]
+    single = max((max(i["single_c1"]["per_s"], i["single_c4"]["per_s"]) for i in ingest), default="-")
+    batch = max((i["batch"]["per_s"] for i in ingest if i["batch"].get("per_s")), default="-")
+    rss = max((p["peak_rss_mb"] or 0 for p in large["processes"]), default="-") if large else "not run"
+    by_tag = large["by_tag"]["project_prefix"]["p50_ms"] if large else "not run"
+    values = [
+        recall(small, "p50_ms"),
+        recall(small, "p95_ms"),
+        recall(large, "p50_ms"),
+        single,
+        batch,
+        by_tag,
+        rss,
+    ]
+    return [(name, goal, value) for (name, goal), value in zip(TARGETS.items(), values, strict=True)]
+
+
+def write_report(report: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "load.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "load.md").write_text(render_markdown(report))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[10_000, 100_000])
+    parser.add_argument("--single", type=int, default=1000, help="single POSTs at c=1 per size (2x at c=4)")
+    parser.add_argument("--batch", type=int, default=200, help="memories per /memory/batch request")
+    parser.add_argument("--batch-concurrency", type=int, default=2, help="batch requests in flight")
+    parser.add_argument("--rounds", type=int, default=400, help="requests per recall/by-tag variant")
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--drain-timeout", type=float, default=3600, help="seconds to wait for the queues")
+    parser.add_argument("--workers", type=int, help="RQ workers of the embedded service")
+    parser.add_argument("--env", action="append", default=[], help="extra service setting, NAME=VALUE")
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--url", help="benchmark a running service (needs --token) instead of starting one")
+    parser.add_argument("--token", help="API key for --url")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks"), help="directory for load.json / load.md")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    meta: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "command": command_line("load.py", list(argv if argv is not None else sys.argv[1:])),
+        "git_commit": git_commit(),
+        "machine": machine_info(),
+        "seed": args.seed,
+        "load_start": load_avg(),
+    }
+    env = dict(item.split("=", 1) for item in args.env)
+    if args.url:
+        meta["service"] = f"running service at {args.url}"
+        results = run(args, Service(args.url, args.token or "", ""))
+    else:
+        env = {"EMBEDDING_PROVIDER": "hash", **env}
+        meta["service"] = "embedded `automem serve` " + " ".join(f"{k}={v}" for k, v in sorted(env.items()))
+        with embedded_service(env, workers=args.workers, prefix="automem-load-") as service:
+            meta["other_processes"] = other_service_processes(service.proc.pid if service.proc else None)
+            results = run(args, service)
+        meta["leftover_processes"] = service.leftovers
+    meta["load_end"] = load_avg()
+    report = {"meta": meta, "results": results, "targets": target_rows({"results": results})}
+    write_report(report, Path(args.out))
+    print(render_markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
