@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 
@@ -32,7 +32,6 @@ from automem.vectorsync import VectorSync
 from enrichment.llm import LlmClient, LlmError
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 # Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
 ENRICH_CHUNK = 50
 
@@ -287,47 +286,42 @@ class MemoryService:
         return unique, repeats
 
     def _after_create(self, created: Sequence[Prepared]) -> dict[str, dict[str, str]]:
-        """Sync supplied vectors now, queue embedding of the rest and enrichment of all; returns
-        each id's {"embedding": status, "enrichment": status}."""
+        """Sync supplied vectors now, hand embedding of the rest and enrichment of all to the
+        intake; returns each id's {"embedding": status, "enrichment": status}."""
         # Every memory is searchable by keyword at once; the dense vector joins it when embedded.
         self._quietly(self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in created])
-        statuses: dict[str, dict[str, str]] = {p.id: {} for p in created}
-        for p in created:
-            if p.embedding is not None:
-                statuses[p.id]["embedding"] = "stored"
-        to_embed = [p for p in created if p.embedding is None]
-        for chunk in _chunks(to_embed, self.settings.embedding_batch_size):
-            queued = self._enqueue_embed([p.id for p in chunk], [str(p.props["content_hash"]) for p in chunk])
-            for p in chunk:
-                statuses[p.id]["embedding"] = "queued" if queued else "pending"
-        for chunk in _chunks(list(created), ENRICH_CHUNK):
-            state = self._enqueue_enrich([p.id for p in chunk], [1] * len(chunk))
-            for p in chunk:
-                statuses[p.id]["enrichment"] = state
-        return statuses
+        to_embed = [(p.id, str(p.props["content_hash"])) for p in created if p.embedding is None]
+        to_enrich = [(p.id, 1) for p in created]
+        queued = self._submit(to_embed, to_enrich)
+        enrichment = self._enrichment_status(queued)
+        return {
+            p.id: {
+                "embedding": "stored" if p.embedding is not None else ("queued" if queued else "pending"),
+                "enrichment": enrichment,
+            }
+            for p in created
+        }
 
-    def _enqueue_embed(self, ids: list[str], hashes: list[str]) -> bool:
+    def _submit(self, embed: list[tuple[str, str]], enrich: list[tuple[str, int]]) -> bool:
+        """Queue background work; False when Redis refused (reconcile picks the memories up)."""
+        if not self.settings.enrichment_enabled:
+            enrich = []
         if self.jobs is None:
             return False
+        if not embed and not enrich:
+            return True
         try:
-            self.jobs.enqueue_embed(ids, hashes)
+            self.jobs.submit(embed, enrich)
             return True
         except redis.exceptions.RedisError:
-            log.warning("could not queue embedding of %d memories; reconcile will pick them up", len(ids))
+            log.warning("could not queue work for %d memories; reconcile will pick them up", len(enrich))
             return False
 
-    def _enqueue_enrich(self, ids: list[str], versions: list[int]) -> str:
-        """Queue enrichment; the status the client sees ("queued", "pending" or "disabled")."""
+    def _enrichment_status(self, queued: bool) -> str:
+        """What the client is told of enrichment: "queued", "pending" or "disabled"."""
         if not self.settings.enrichment_enabled:
             return "disabled"
-        if self.jobs is None:
-            return "pending"
-        try:
-            self.jobs.enqueue_enrich(ids, versions)
-            return "queued"
-        except redis.exceptions.RedisError:
-            log.warning("could not queue enrichment of %d memories; reconcile will pick them up", len(ids))
-            return "pending"
+        return "queued" if queued else "pending"
 
     def _sync_quietly(self, ids: list[str]) -> None:
         self._quietly(self.sync.request, ids)
@@ -458,10 +452,9 @@ class MemoryService:
         return props, new_hash
 
     def _after_update(self, doc: dict[str, Any], content_changed: bool, embedding_given: bool) -> None:
-        if content_changed and not embedding_given:
-            self._enqueue_embed([doc["id"]], [doc["content_hash"]])
-        if not doc.get("enriched"):
-            self._enqueue_enrich([doc["id"]], [int(doc["version"])])
+        embed = [(doc["id"], str(doc["content_hash"]))] if content_changed and not embedding_given else []
+        enrich = [] if doc.get("enriched") else [(doc["id"], int(doc["version"]))]
+        self._submit(embed, enrich)
         self._sync_quietly([doc["id"]])
 
     # --- delete -------------------------------------------------------------------------------
@@ -620,10 +613,6 @@ def _changes_enrichment_input(current: dict[str, Any], props: dict[str, Any], bo
         return True
     metadata = body.metadata or {}
     return any(key in metadata for key in SESSION_KEYS)
-
-
-def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
-    return [items[start : start + size] for start in range(0, len(items), max(1, size))]
 
 
 def _batch_item(outcome: CreateOutcome, statuses: dict[str, str]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from rq.exceptions import SchedulerNotFound
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
 from enrichment.consolidation import TASKS, run_consolidation, task_interval
-from enrichment.jobs import purge_deleted
+from enrichment.jobs import dispatch_intake, purge_deleted
 
 if TYPE_CHECKING:
     from automem.settings import Settings
@@ -47,6 +47,9 @@ LEASE_MS = 90_000
 MAX_TICK_SECONDS = 30.0
 JOB_PREFIX = "consolidation:"
 PURGE_JOB = "purge-deleted"
+INTAKE_SWEEP_JOB = "intake-sweep"
+# The intake's safety net: a dispatch job lost with its claim still set is made good this soon.
+INTAKE_SWEEP_SECONDS = 60
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -102,6 +105,15 @@ def build_scheduler(
             failure_ttl=7 * 86400,
             name=PURGE_JOB,
         )
+    scheduler.register(
+        dispatch_intake,
+        "embed",
+        interval=INTAKE_SWEEP_SECONDS,
+        job_timeout=settings.job_timeout_seconds,
+        result_ttl=0,
+        failure_ttl=7 * 86400,
+        name=INTAKE_SWEEP_JOB,
+    )
     return scheduler
 
 

@@ -26,6 +26,31 @@ REEMBED_KEY = "automem:reembed"
 _ATTEMPTS = 3
 
 
+# Intake entries a dispatch job pops per round.
+INTAKE_BATCH = 5000
+
+
+def dispatch_intake(batch: int = INTAKE_BATCH) -> dict[str, int]:
+    """Turn the intake (new memories the API handed over) into embed and enrich jobs of full
+    chunks, with the usual deterministic ids. Entries are popped atomically; if this job dies
+    between popping and enqueueing, reconcile (run at every worker start) finds the memories."""
+    svc = current_services()
+    embedded = enriched = 0
+    while True:
+        embed, enrich = svc.jobs.take_intake(batch)
+        if not embed and not enrich:
+            break
+        size = svc.settings.embedding_batch_size
+        for start in range(0, len(embed), size):
+            part = embed[start : start + size]
+            svc.jobs.enqueue_embed([i for i, _ in part], [h for _, h in part])
+        for start in range(0, len(enrich), ENRICH_CHUNK):
+            chunk = enrich[start : start + ENRICH_CHUNK]
+            svc.jobs.enqueue_enrich([i for i, _ in chunk], [v for _, v in chunk])
+        embedded, enriched = embedded + len(embed), enriched + len(enrich)
+    return {"embed": embedded, "enrich": enriched}
+
+
 def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
     """Embed the memories whose stored embedding does not match their current content or was
     made by another model (`force`: every one not embedded by the client).

@@ -435,11 +435,13 @@ def test_history_is_pruned(services: Services) -> None:
 # --- RQ cron --------------------------------------------------------------------------------------
 def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redis) -> None:
     with_purge = build_scheduler(settings, redis_conn, {})
-    purge = {job.name: job for job in with_purge.get_jobs()}["purge-deleted"]
+    registered = {job.name: job for job in with_purge.get_jobs()}
+    purge, sweep = registered["purge-deleted"], registered["intake-sweep"]
     assert purge.func_name == "enrichment.jobs.purge_deleted" and purge.interval == 3600
+    assert sweep.func_name == "enrichment.jobs.dispatch_intake" and sweep.interval == 60
     settings = settings.model_copy(update={"purge_interval_seconds": 0})  # consolidation alone below
     scheduler = build_scheduler(settings, redis_conn, {})
-    jobs = {job.name: job for job in scheduler.get_jobs()}
+    jobs = {job.name: job for job in scheduler.get_jobs() if job.name.startswith("consolidation:")}
     assert set(jobs) == {"consolidation:decay", "consolidation:creative", "consolidation:cluster"}
     assert jobs["consolidation:decay"].interval == 86400 and jobs["consolidation:cluster"].interval == 2592000
     assert jobs["consolidation:decay"].func_name == "enrichment.consolidation.run_consolidation"
@@ -448,7 +450,7 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
 
     # Seeded from the last runs, a restart does not re-run tasks that ran recently.
     seeded = build_scheduler(settings, redis_conn, {"decay": days_ago(0.5), "creative": days_ago(8)})
-    due = {job.name: job.should_run() for job in seeded.get_jobs()}
+    due = {job.name: job.should_run() for job in seeded.get_jobs() if job.name.startswith("consolidation:")}
     assert due == {
         "consolidation:decay": False,
         "consolidation:creative": True,
@@ -459,7 +461,7 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
     assert "forget" in scheduled_tasks(with_forget)
     assert "consolidation:forget" in {j.name for j in build_scheduler(with_forget, redis_conn, {}).get_jobs()}
     off = settings.model_copy(update={"consolidation_enabled": False})
-    assert build_scheduler(off, redis_conn, {}).get_jobs() == []
+    assert [job.name for job in build_scheduler(off, redis_conn, {}).get_jobs()] == ["intake-sweep"]
     assert set(next_runs(off, redis_conn, {}).values()) == {"disabled"}
 
 
@@ -478,6 +480,7 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
         "consolidation:decay",
         "consolidation:creative",
         "consolidation:cluster",
+        "intake-sweep",
     }
     maintenance = Queue("maintenance", connection=conn)
     assert maintenance.count == 3  # nothing ran yet: every enabled task is due at once
@@ -504,6 +507,8 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
     first.stop()
     second.tick()
     assert second.scheduler is not None
-    assert not any(job.should_run() for job in second.scheduler.get_jobs())
+    assert not any(
+        job.should_run() for job in second.scheduler.get_jobs() if job.name.startswith("consolidation:")
+    )
     second.stop()
     assert CronScheduler.all(conn) == []

@@ -247,6 +247,43 @@ def test_reconcile_after_queue_loss_redoes_the_work(api: Api, services: Services
         assert "entity:tool:docker" in memory["tags"]
 
 
+def _queued_functions(services: Services, queue: str) -> list[str]:
+    from rq import Queue
+
+    return [job.func_name for job in Queue(queue, connection=services.queue_redis).jobs]
+
+
+def test_single_writes_reach_the_workers_in_chunked_jobs(api: Api, services: Services, jobs: Any) -> None:
+    ids = [_store(api, f"Intake note {n} on Redis and Postgres.") for n in range(40)]
+    # The request path only appended to the intake; one dispatch job was queued for all 40.
+    assert _queued_functions(services, "embed") == ["enrichment.jobs.dispatch_intake"]
+    assert services.jobs.intake_depths() == {"embed": 40, "enrich": 40}
+    from enrichment.context import use_services
+
+    use_services(services)
+    assert enrichment_jobs.dispatch_intake() == {"embed": 40, "enrich": 40}
+    embed_jobs = [f for f in _queued_functions(services, "embed") if f.endswith("embed_memories")]
+    assert len(embed_jobs) == 2  # 32 + 8 (EMBEDDING_BATCH_SIZE), not 40 single-text model calls
+    assert _queued_functions(services, "enrich") == ["enrichment.jobs.enrich_memories"]
+    jobs()
+    assert all(_memory(api, i)["enriched"] and _memory(api, i)["embedding_status"] == "stored" for i in ids)
+
+
+def test_a_lost_dispatch_job_is_made_good_by_the_sweep(api: Api, services: Services, jobs: Any) -> None:
+    from rq import Queue
+
+    first = _store(api, "Lost dispatch one.")
+    Queue("embed", connection=services.queue_redis).empty()  # the dispatch job is gone, its claim is not
+    second = _store(api, "Lost dispatch two.")
+    assert _queued_functions(services, "embed") == []  # the claim still stands: no new dispatch
+    from enrichment.context import use_services
+
+    use_services(services)
+    assert enrichment_jobs.dispatch_intake() == {"embed": 2, "enrich": 2}  # what the cron sweep runs
+    jobs()
+    assert all(_memory(api, i)["enriched"] for i in (first, second))
+
+
 def test_enrichment_is_idempotent(api: Api, services: Services, jobs: Any) -> None:
     memory_id = _store(api, "Ana moved to Lisbon.")
     jobs()

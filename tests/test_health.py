@@ -22,12 +22,13 @@ def test_health_reports_counts_drift_and_queues(api: Api, services: Services, jo
         and before["qdrant"] == "connected"
     )
     assert before["memory_count"] == 3 and before["counts"]["embedding_pending"] == 3
-    assert before["queues"]["depths"]["embed"] == 3
+    # One dispatch job waits; the three memories wait in the intake for it.
+    assert before["queues"]["depths"]["embed"] == 1 and before["queues"]["depths"]["intake_embed"] == 3
     assert before["embedding"] == {"provider": "hash", "model": "feature-hash-v1", "dimension": 384}
     jobs()
     after = api.client.get("/health").get_json()
     assert after["vector_count"] == 3 and after["drift"]["difference"] == 0
-    assert after["queues"]["depths"]["embed"] == 0
+    assert after["queues"]["depths"]["embed"] == 0 and after["queues"]["depths"]["intake_embed"] == 0
 
 
 def test_health_degrades_on_drift(api: Api, services: Services, jobs: Any) -> None:

@@ -23,6 +23,7 @@ def status() -> tuple[Response, int]:
     svc = services()
     try:
         queues = svc.jobs.registry_counts()
+        intake = svc.jobs.intake_depths()
         stats = _decoded(svc.queue_redis.hgetall(STATS_KEY))
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
@@ -33,7 +34,9 @@ def status() -> tuple[Response, int]:
         "enabled": svc.settings.enrichment_enabled,
         "enrichment_version": ENRICHMENT_VERSION,
         "queues": queues,
-        "queue_size": enrich["queued"],
+        "intake": intake,
+        # Work waiting: memories not yet dispatched plus enrich jobs (of up to 50 memories) queued.
+        "queue_size": intake["enrich"] + enrich["queued"],
         "in_flight": enrich["in_flight"],
         "failed": sum(q["failed"] for q in queues.values()),
         "pending_memories": pending,
