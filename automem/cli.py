@@ -213,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
     st.set_defaults(func=cmd_settings)
     bench = sub.add_parser(
-        "bench", help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
-        "write-path, bm25, enrichment"
+        "bench",
+        help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
+        "write-path, bm25, enrichment",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
