@@ -1,0 +1,53 @@
+"""The graph store writes query parameters itself (a fast path for embeddings): the header must
+be exactly what the falkordb client would write, and FalkorDB must read it back unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from falkordb.helpers import stringify_param_value
+
+from automem.embedded import EmbeddedFalkorDB
+from automem.stores.graph import GraphStore, cypher_literal, cypher_params
+
+VALUES: list[Any] = [
+    "plain",
+    "",
+    'quote " and back\\slash',
+    "line\nbreak and tab\t and ünïcode ✓",
+    None,
+    True,
+    False,
+    0,
+    -17,
+    3.5,
+    1e-05,
+    -2.5e20,
+    [0.1, -0.25, 1e-07, 123456.789],
+    [1, 2.5, "x", None],
+    [],
+    {"a": 1, "b-c": [0.5, 0.25], "nested": {"id": "9f1c", "tags": ["x:y", "z"]}},
+    [{"props": {"id": "a", "n": 1}, "embedding": [0.5] * 8}, {"props": {"id": "b"}, "embedding": None}],
+]
+
+
+@pytest.mark.parametrize("value", VALUES)
+def test_literal_matches_the_client(value: Any) -> None:
+    assert cypher_literal(value) == stringify_param_value(value)
+
+
+def test_bad_keys_are_refused() -> None:
+    with pytest.raises(ValueError):
+        cypher_literal({"a`b": 1})
+    with pytest.raises(ValueError):
+        cypher_params({"": 1})
+
+
+def test_values_round_trip_through_falkordb(falkordb_server: EmbeddedFalkorDB) -> None:
+    graph = GraphStore.from_url(falkordb_server.url, "params_round_trip")
+    params = {"s": VALUES[3], "q": VALUES[2], "v": VALUES[12], "m": VALUES[15]}
+    row = graph._query("RETURN $s, $q, $v, $m", params).result_set[0]
+    assert row[0] == params["s"] and row[1] == params["q"]
+    assert row[2] == pytest.approx(params["v"])
+    assert row[3] == params["m"]
