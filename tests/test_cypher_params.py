@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from falkordb.helpers import stringify_param_value
 
 from automem.embedded import EmbeddedFalkorDB
-from automem.stores.graph import GraphStore, cypher_literal, cypher_params
+from automem.stores.graph import GraphStore, Vector32, cypher_literal, cypher_params
 
 VALUES: list[Any] = [
     "plain",
@@ -35,6 +36,17 @@ VALUES: list[Any] = [
 @pytest.mark.parametrize("value", VALUES)
 def test_literal_matches_the_client(value: Any) -> None:
     assert cypher_literal(value) == stringify_param_value(value)
+
+
+def test_embeddings_keep_every_float32_bit(falkordb_server: EmbeddedFalkorDB) -> None:
+    rng = np.random.default_rng(3)
+    values = rng.normal(scale=0.2, size=384).astype(np.float32).tolist() + [1e-30, -3.4e38, 0.1]
+    literal = cypher_literal(Vector32(values))
+    parsed = np.array([float(x) for x in literal.strip("[]").split(",")], dtype=np.float32)
+    assert np.array_equal(parsed, np.array(values, dtype=np.float32))
+    graph = GraphStore.from_url(falkordb_server.url, "params_vectors")
+    stored = graph._query("RETURN vecf32($v)", {"v": Vector32(values)}).result_set[0][0]
+    assert np.array_equal(np.array(stored, dtype=np.float32), np.array(values, dtype=np.float32))
 
 
 def test_bad_keys_are_refused() -> None:

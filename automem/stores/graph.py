@@ -9,6 +9,7 @@ vector write can never replace a newer one).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -130,17 +131,31 @@ _REPLACE_EMBEDDING = """
 """
 
 
+class Vector32(list[float]):
+    """An embedding on its way into `vecf32()`: FalkorDB keeps float32, so nine significant
+    digits carry every bit, and one %-format call writes them ~3x faster than float repr."""
+
+
+def vector32(values: Sequence[float] | None) -> Vector32 | None:
+    return None if values is None else Vector32(values)
+
+
+@functools.lru_cache(maxsize=8)
+def _float_format(size: int) -> str:
+    return ",".join(["%.9g"] * size)
+
+
 def cypher_literal(value: Any) -> str:
-    """A parameter value as a Cypher literal, as the falkordb client writes it, with a fast path
-    for lists of floats: the client formats an embedding element by element through its generic
-    converter (~0.5 ms per 384-d vector, more than FalkorDB takes to store it)."""
+    """A parameter value as a Cypher literal, as the falkordb client writes it (its generic
+    converter formatted an embedding element by element: ~0.5 ms per 384-d vector, more than
+    FalkorDB takes to store it)."""
     if isinstance(value, str):
         return str(quote_string(value))
     if value is None:
         return "null"
+    if isinstance(value, Vector32):
+        return "[" + _float_format(len(value)) % tuple(value) + "]"
     if isinstance(value, list | tuple):
-        if value and all(type(x) is float for x in value):
-            return "[" + ",".join(map(float.__repr__, value)) + "]"
         return "[" + ",".join(map(cypher_literal, value)) + "]"
     if isinstance(value, dict):
         return "{" + ",".join(f"{_cypher_key(k)}:{cypher_literal(v)}" for k, v in value.items()) + "}"
@@ -262,7 +277,8 @@ class GraphStore(ConsolidationQueries):
         )
         RETURN r.props.id, same.id, dup.id
         """
-        result = self._query(cypher, {"rows": list(rows)})
+        rows = [{"props": r["props"], "embedding": vector32(r["embedding"])} for r in rows]
+        result = self._query(cypher, {"rows": rows})
         outcomes = []
         for row_id, same_id, dup_id in result.result_set:
             if same_id is not None:
@@ -305,7 +321,7 @@ class GraphStore(ConsolidationQueries):
             "version": expected_version,
             "props": props,
             "dedup_key": dedup_key,
-            "embedding": embedding,
+            "embedding": vector32(embedding),
         }
         rows = self._query(cypher, params).result_set
         return _doc(rows[0]) if rows else None
@@ -378,7 +394,8 @@ class GraphStore(ConsolidationQueries):
         RETURN m.id
         """
         )
-        return [row[0] for row in self._query(cypher, {"rows": list(rows)}).result_set]
+        rows = [{**r, "vector": vector32(r["vector"])} for r in rows]
+        return [row[0] for row in self._query(cypher, {"rows": rows}).result_set]
 
     # --- reads --------------------------------------------------------------------------------
     def get_memory(self, memory_id: str, include_deleted: bool = False) -> dict[str, Any] | None:
