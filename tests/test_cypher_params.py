@@ -40,7 +40,7 @@ def test_literal_matches_the_client(value: Any) -> None:
 
 def test_embeddings_keep_every_float32_bit(falkordb_server: EmbeddedFalkorDB) -> None:
     rng = np.random.default_rng(3)
-    values = rng.normal(scale=0.2, size=384).astype(np.float32).tolist() + [1e-30, -3.4e38, 0.1]
+    values = [*rng.normal(scale=0.2, size=384).astype(np.float32).tolist(), 1e-30, -3.4e38, 0.1]
     literal = cypher_literal(Vector32(values))
     parsed = np.array([float(x) for x in literal.strip("[]").split(",")], dtype=np.float32)
     assert np.array_equal(parsed, np.array(values, dtype=np.float32))
