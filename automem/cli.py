@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import runpy
+import socket
 import sys
 import time
 from pathlib import Path
@@ -46,7 +47,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0  # not reached
 
 
+def worker_registered(settings: Settings, hostname: str) -> bool:
+    """True when an RQ worker of this host is registered in Redis. Its registration expires
+    unless the worker heartbeats, so this is a liveness check of `automem worker` itself."""
+    import redis
+    from rq import Worker
+
+    url = settings.queue_url()
+    if not url:
+        raise ConfigurationError("set REDIS_URL or FALKORDB_URL: workers run in server mode")
+    connection = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+    return any(worker.hostname == hostname for worker in Worker.all(connection=connection))
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
+    if args.check:
+        # Light on purpose (a health check runs often): settings and Redis only, no services.
+        return 0 if worker_registered(load_settings(), socket.gethostname()) else 1
     from rq import SimpleWorker
 
     from automem.stores.queue import QUEUE_NAMES
@@ -168,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--queues", help="comma list of queues (default: all)")
     worker.add_argument("--no-reconcile", action="store_true", help="skip the reconcile pass at start")
     worker.add_argument("--no-cron", action="store_true", help="do not run the consolidation scheduler")
+    worker.add_argument(
+        "--check",
+        action="store_true",
+        help="health check: exit 0 when a worker of this host is registered and heartbeating, else 1",
+    )
     worker.set_defaults(func=cmd_worker)
 
     cron = sub.add_parser("cron", help="run only the consolidation scheduler (RQ cron; one is active)")

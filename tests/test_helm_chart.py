@@ -225,6 +225,10 @@ def test_workers_scale_independently_of_the_api() -> None:
     assert rendered.one("Deployment", f"{FULL}-api")["spec"]["replicas"] == 3
     assert rendered.one("Deployment", f"{FULL}-worker")["spec"]["replicas"] == 7
     assert container(rendered.one("Deployment", f"{FULL}-worker"))["command"] == ["automem", "worker"]
+    worker = container(rendered.one("Deployment", f"{FULL}-worker"))
+    for probe in ("startupProbe", "livenessProbe"):
+        assert worker[probe]["exec"]["command"] == ["automem", "worker", "--check"], probe
+    assert "ports" not in worker and "readinessProbe" not in worker  # no HTTP server in a worker
     queues = render({"worker": {"queues": "embed,enrich"}}).one("Deployment", f"{FULL}-worker")
     assert container(queues)["command"] == ["automem", "worker", "--queues", "embed,enrich"]
 

@@ -160,6 +160,17 @@ failureThreshold: {{ .failureThreshold }}
 successThreshold: {{ .successThreshold }}
 {{- end }}
 
+{{/* An exec probe running `automem worker --check`; call with the probe's values. */}}
+{{- define "automem.workerProbe" -}}
+exec:
+  command: ["automem", "worker", "--check"]
+initialDelaySeconds: {{ .initialDelaySeconds }}
+periodSeconds: {{ .periodSeconds }}
+timeoutSeconds: {{ .timeoutSeconds }}
+failureThreshold: {{ .failureThreshold }}
+successThreshold: {{ .successThreshold }}
+{{- end }}
+
 {{/* Volumes of the api and worker pods: a writable /tmp (the root filesystem is read-only). */}}
 {{- define "automem.volumes" -}}
 volumes:
