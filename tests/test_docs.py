@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,13 @@ def test_docs_check_fails_on_a_stale_file_and_write_repairs_it(
     assert cli.main(["docs", "--write"]) == 0
     assert target.read_text() == "generated\n"
     assert cli.main(["docs"]) == 0
+
+
+def test_relative_links_in_the_docs_resolve() -> None:
+    root = docsgen.ROOT
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
