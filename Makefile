@@ -21,7 +21,7 @@ run: install
 test: install
 	$(BIN)/ruff check automem enrichment tests scripts
 	$(BIN)/mypy
-	$(BIN)/automem settings --check
+	$(BIN)/automem docs --check
 	$(BIN)/python -m pytest -q
 
 test-fast: install
@@ -34,7 +34,7 @@ typecheck: install
 	$(BIN)/mypy
 
 docs: install
-	$(BIN)/automem settings --write
+	$(BIN)/automem docs --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -51,6 +51,14 @@ def create_app(
     return app
 
 
+def routes_app() -> Flask:
+    """An app with every blueprint but no services, hooks or clients: its URL map is the served
+    API's, so the OpenAPI document and the generated API docs are built without any store."""
+    app = Flask("automem")
+    _register_blueprints(app)
+    return app
+
+
 def _register_blueprints(app: Flask) -> None:
     from automem.api import (
         admin,
