@@ -18,6 +18,7 @@ import redis.exceptions
 from falkordb import FalkorDB
 
 from automem.errors import StoreUnavailable
+from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.tags import tag_prefixes
 
@@ -136,7 +137,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries):
+class GraphStore(ConsolidationQueries, AnalyticsQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str) -> None:
