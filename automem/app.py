@@ -67,7 +67,17 @@ def _register_blueprints(app: Flask) -> None:
     )
 
     for module in (
-        health, memories, tags, recall, graph, insights, enrichment, consolidation, admin, docs, pending
+        health,
+        memories,
+        tags,
+        recall,
+        graph,
+        insights,
+        enrichment,
+        consolidation,
+        admin,
+        docs,
+        pending,
     ):
         app.register_blueprint(module.bp)
 

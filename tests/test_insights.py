@@ -97,8 +97,14 @@ def test_analyze_counts_every_active_memory(api: Api) -> None:
     ]
     gone = store(api, "Deleted decision", type="Decision", confidence=0.1, tags=["db"])
     api.delete(f"/memory/{gone}")
-    prefers = {"memory1_id": ids[0], "memory2_id": ids[1], "type": "PREFERS_OVER", "strength": 0.8,
-               "context": "storage", "reason": "transactions"}
+    prefers = {
+        "memory1_id": ids[0],
+        "memory2_id": ids[1],
+        "type": "PREFERS_OVER",
+        "strength": 0.8,
+        "context": "storage",
+        "reason": "transactions",
+    }
     assert api.post("/associate", json=prefers).status_code == 201
     relates = {"memory1_id": ids[2], "memory2_id": ids[4], "type": "RELATES_TO"}
     assert api.post("/associate", json=relates).status_code == 201
@@ -127,7 +133,10 @@ def test_analyze_counts_every_active_memory(api: Api) -> None:
     assert temporal["busiest_hour"] == 9
     # 2025-01-06 was a Monday, 2025-01-07 a Tuesday, 2025-02-01 a Saturday, 2025-02-02 a Sunday.
     assert {d["weekday"]: d["count"] for d in temporal["by_weekday"]} == {
-        "Monday": 2, "Tuesday": 1, "Saturday": 1, "Sunday": 1
+        "Monday": 2,
+        "Tuesday": 1,
+        "Saturday": 1,
+        "Sunday": 1,
     }
     assert temporal["by_month"] == [{"month": "2025-01", "count": 3}, {"month": "2025-02", "count": 2}]
     assert (temporal["first_day"], temporal["last_day"]) == ("2025-01-06", "2025-02-02")
