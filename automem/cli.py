@@ -122,6 +122,12 @@ def cmd_reembed(args: argparse.Namespace) -> int:
         time.sleep(args.interval)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from automem.mcp_server import run
+
+    return run(load_settings(**({"client_endpoint": args.endpoint} if args.endpoint else {})))
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     if args.write:
         for path, render in GENERATED.items():
@@ -206,6 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
     reemb.add_argument("--wait", action="store_true", help="show progress until every memory is done")
     reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
     reemb.set_defaults(func=cmd_reembed)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the memory tools to an MCP client (Claude Desktop, Cursor, ...) on stdin/stdout; "
+        "talks to the service at AUTOMEM_ENDPOINT with AUTOMEM_API_KEY (see docs/mcp.md)",
+    )
+    mcp.add_argument("--endpoint", help="service URL (default $AUTOMEM_ENDPOINT or http://127.0.0.1:8001)")
+    mcp.set_defaults(func=cmd_mcp)
 
     st = sub.add_parser("settings", help="show settings (secrets masked) or regenerate .env.example and docs")
     st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")
