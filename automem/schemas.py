@@ -325,7 +325,7 @@ class EmbeddingInfo(_Model):
 class HealthResponse(_Model):
     """GET /health (200, or 503 when the graph is unreachable: the SDK returns it either way)."""
 
-    status: Literal["healthy", "degraded"]
+    status: str = Field(description="healthy | degraded")
     version: str | None = None
     timestamp: str | None = None
     mode: str | None = None
