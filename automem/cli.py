@@ -125,24 +125,6 @@ def cmd_reembed(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
 
 
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from automem.mcp_server import run
-
-    return run(load_settings(**({"client_endpoint": args.endpoint} if args.endpoint else {})))
-
-
-def cmd_doctor(args: argparse.Namespace) -> int:
-    from automem import doctor
-
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    checks = doctor.run(
-        {"client_endpoint": args.endpoint} if args.endpoint else {}, service=not args.no_service
-    )
-    text, status = doctor.report(checks, args.json)
-    print(text)
-    return status
-
-
 def cmd_settings(args: argparse.Namespace) -> int:
     if args.write:
         for path, render in GENERATED.items():
@@ -187,6 +169,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from automem.mcp_server import run
+
+    return run(load_settings(**({"client_endpoint": args.endpoint} if args.endpoint else {})))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from automem import doctor
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    checks = doctor.run(
+        {"client_endpoint": args.endpoint} if args.endpoint else {}, service=not args.no_service
+    )
+    text, status = doctor.report(checks, args.json)
+    print(text)
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="automem", description="Long-term memory service for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -228,6 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
     reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress updates")
     reemb.set_defaults(func=cmd_reembed)
 
+    st = sub.add_parser("settings", help="show settings (secrets masked) or regenerate .env.example and docs")
+    st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")
+    st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
+    st.set_defaults(func=cmd_settings)
+    bench = sub.add_parser(
+        "bench", help="run a benchmark: locomo (recall quality), write-path, bm25, enrichment"
+    )
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
+    bench.set_defaults(func=cmd_bench)
+
     mcp = sub.add_parser(
         "mcp",
         help="serve the memory tools to an MCP client (Claude Desktop, Cursor, ...) on stdin/stdout; "
@@ -246,17 +257,6 @@ def build_parser() -> argparse.ArgumentParser:
     doc.add_argument("--endpoint", help="service URL (default $AUTOMEM_ENDPOINT or http://127.0.0.1:8001)")
     doc.add_argument("--no-service", action="store_true", help="skip the checks through the running service")
     doc.set_defaults(func=cmd_doctor)
-
-    st = sub.add_parser("settings", help="show settings (secrets masked) or regenerate .env.example and docs")
-    st.add_argument("--write", action="store_true", help="write .env.example and docs/configuration.md")
-    st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
-    st.set_defaults(func=cmd_settings)
-    bench = sub.add_parser(
-        "bench", help="run a benchmark: locomo (recall quality), write-path, bm25, enrichment"
-    )
-    bench.add_argument("name", choices=sorted(BENCHMARKS))
-    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
-    bench.set_defaults(func=cmd_bench)
     for choice in sub._choices_actions:  # `automem CMD --help` opens with the line the overview shows
         sub.choices[choice.dest].description = sub.choices[choice.dest].description or choice.help
     return parser
