@@ -67,13 +67,26 @@ def _register_blueprints(app: Flask) -> None:
         enrichment,
         graph,
         health,
+        insights,
         memories,
         pending,
         recall,
         tags,
     )
 
-    for module in (health, memories, tags, recall, graph, enrichment, consolidation, admin, docs, pending):
+    for module in (
+        health,
+        memories,
+        tags,
+        recall,
+        graph,
+        insights,
+        enrichment,
+        consolidation,
+        admin,
+        docs,
+        pending,
+    ):
         app.register_blueprint(module.bp)
 
 

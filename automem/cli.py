@@ -105,7 +105,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:
-    """Queue re-embedding (workers do it) and, with --wait, report progress until done."""
+    """Queue re-embedding (workers do it) and, with --wait, show a progress bar until done."""
+    from tqdm import tqdm
+
     from enrichment.context import current_services
     from enrichment.jobs import reembed, reembed_progress
 
@@ -113,13 +115,14 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     if not args.wait:
         return 0
     svc = current_services()
-    while True:
-        progress = reembed_progress(svc)
-        print(f"\rre-embedded {progress['done']}/{progress['memories']}", end="", file=sys.stderr, flush=True)
-        if progress["remaining"] <= 0:
-            print(file=sys.stderr)
-            return 0
-        time.sleep(args.interval)
+    with tqdm(desc="re-embedding", unit="memory", file=sys.stderr) as bar:
+        while True:
+            progress = reembed_progress(svc)
+            bar.total, bar.n = progress["memories"], progress["done"]
+            bar.refresh()
+            if progress["remaining"] <= 0:
+                return 0
+            time.sleep(args.interval)
 
 
 def cmd_docs(args: argparse.Namespace) -> int:
@@ -166,6 +169,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from automem.mcp_server import run
+
+    return run(load_settings(**({"client_endpoint": args.endpoint} if args.endpoint else {})))
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from automem import doctor
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    checks = doctor.run(
+        {"client_endpoint": args.endpoint} if args.endpoint else {}, service=not args.no_service
+    )
+    text, status = doctor.report(checks, args.json)
+    print(text)
+    return status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="automem", description="Long-term memory service for AI agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -208,8 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
         "workers do the work while old vectors keep answering",
     )
     reemb.add_argument("--all", action="store_true", help="re-embed every memory, not only stale ones")
-    reemb.add_argument("--wait", action="store_true", help="show progress until every memory is done")
-    reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress lines")
+    reemb.add_argument("--wait", action="store_true", help="show a progress bar until every memory is done")
+    reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress updates")
     reemb.set_defaults(func=cmd_reembed)
 
     st = sub.add_parser("settings", help="show settings (secrets masked); --write/--check as `automem docs`")
@@ -233,6 +254,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
     bench.set_defaults(func=cmd_bench)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the memory tools to an MCP client (Claude Desktop, Cursor, ...) on stdin/stdout; "
+        "talks to the service at AUTOMEM_ENDPOINT with AUTOMEM_API_KEY (see docs/mcp.md)",
+    )
+    mcp.add_argument("--endpoint", help="service URL (default $AUTOMEM_ENDPOINT or http://127.0.0.1:8001)")
+    mcp.set_defaults(func=cmd_mcp)
+
+    doc = sub.add_parser(
+        "doctor",
+        help="check the configuration, API token setup, embedding provider and dimensions, FalkorDB/"
+        "Redis/Qdrant connectivity, the running service, graph-vector drift and failed jobs; "
+        "exit status 1 when a check fails",
+    )
+    doc.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doc.add_argument("--endpoint", help="service URL (default $AUTOMEM_ENDPOINT or http://127.0.0.1:8001)")
+    doc.add_argument("--no-service", action="store_true", help="skip the checks through the running service")
+    doc.set_defaults(func=cmd_doctor)
+    for choice in sub._choices_actions:  # `automem CMD --help` opens with the line the overview shows
+        sub.choices[choice.dest].description = sub.choices[choice.dest].description or choice.help
     return parser
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from automem import __version__
 from automem.api.consolidation import ConsolidateRequest
 from automem.api.pending import NOT_IMPLEMENTED
+from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
     ByTagQuery,
@@ -31,6 +32,33 @@ from automem.models import (
 )
 from automem.recall.query import RecallQuery
 from automem.relations import AUTHORABLE
+from automem.schemas import (
+    AnalyzeResponse,
+    AssociateBatchResult,
+    AssociateResult,
+    BatchResult,
+    ByTagResponse,
+    ConsolidateResult,
+    ConsolidationStatus,
+    DeleteByTagResult,
+    DeleteResult,
+    EnrichmentStatus,
+    HealthResponse,
+    HistoryResponse,
+    JobsResponse,
+    MemoryResult,
+    RecallResponse,
+    RecoverResult,
+    ReembedProgress,
+    ReembedStarted,
+    RelatedResponse,
+    ReprocessResult,
+    RestoreResult,
+    StartupRecallResponse,
+    StoreResult,
+    SyncResult,
+    TagsResponse,
+)
 
 _SCHEMA_REF = "#/components/schemas/{model}"
 _IGNORED_METHODS = {"HEAD", "OPTIONS"}
@@ -83,50 +111,84 @@ class Operation:
     success: int = 200
     admin: bool = False
     public: bool = False
+    # The success body's model (`automem.schemas`, the SDK's typed results); None: any JSON object.
+    response: type[BaseModel] | tuple[type[BaseModel], ...] | None = None
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("POST", "/memory"): Operation("Store a memory", body=MemoryCreate, success=201),
-    ("POST", "/memory/batch"): Operation("Store up to 1000 memories at once", body=BatchCreate, success=201),
-    ("GET", "/memory/<memory_id>"): Operation("Read a memory"),
-    ("PATCH", "/memory/<memory_id>"): Operation("Update a memory", body=MemoryUpdate),
+    ("POST", "/memory"): Operation("Store a memory", body=MemoryCreate, success=201, response=StoreResult),
+    ("POST", "/memory/batch"): Operation(
+        "Store up to 1000 memories at once", body=BatchCreate, success=201, response=BatchResult
+    ),
+    ("GET", "/memory/<memory_id>"): Operation("Read a memory", response=MemoryResult),
+    ("PATCH", "/memory/<memory_id>"): Operation("Update a memory", body=MemoryUpdate, response=MemoryResult),
     ("DELETE", "/memory/<memory_id>"): Operation(
-        "Delete a memory (soft; hard with the admin token)", query=DeleteQuery
+        "Delete a memory (soft; hard with the admin token)", query=DeleteQuery, response=DeleteResult
     ),
-    ("GET", "/memory/by-tag"): Operation("Memories under tags", query=ByTagQuery),
-    ("GET", "/tags"): Operation("The tag tree with counts", query=TagsQuery),
-    ("GET", "/recall"): Operation("Recall memories", query=RecallQuery),
-    ("POST", "/recall"): Operation("Recall memories (fields as JSON)", body=RecallQuery),
+    ("GET", "/memory/by-tag"): Operation("Memories under tags", query=ByTagQuery, response=ByTagResponse),
+    ("GET", "/tags"): Operation("The tag tree with counts", query=TagsQuery, response=TagsResponse),
+    ("GET", "/recall"): Operation("Recall memories", query=RecallQuery, response=RecallResponse),
+    ("POST", "/recall"): Operation(
+        "Recall memories (fields as JSON)", body=RecallQuery, response=RecallResponse
+    ),
     ("POST", "/associate"): Operation(
-        "Create one or up to 500 authored edges", body=(Association, AssociationBatch), success=201
+        "Create one or up to 500 authored edges",
+        body=(Association, AssociationBatch),
+        success=201,
+        response=(AssociateResult, AssociateBatchResult),
     ),
-    ("GET", "/memories/<memory_id>/related"): Operation("Memories linked to a memory", query=RelatedQuery),
-    ("GET", "/health"): Operation("Dependencies, counts, drift, queues", public=True),
-    ("GET", "/enrichment/status"): Operation("Background work: queues, counters, LLM breaker"),
+    ("GET", "/memories/<memory_id>/related"): Operation(
+        "Memories linked to a memory", query=RelatedQuery, response=RelatedResponse
+    ),
+    ("GET", "/health"): Operation(
+        "Dependencies, counts, drift, queues", public=True, response=HealthResponse
+    ),
+    ("GET", "/enrichment/status"): Operation(
+        "Background work: queues, counters, LLM breaker", response=EnrichmentStatus
+    ),
     ("POST", "/enrichment/reprocess"): Operation(
-        "Re-enrich memories or requeue failed jobs", body=ReprocessBody, success=202, admin=True
+        "Re-enrich memories or requeue failed jobs",
+        body=ReprocessBody,
+        success=202,
+        admin=True,
+        response=ReprocessResult,
     ),
-    ("GET", "/admin/jobs"): Operation("Job registries and failed jobs", admin=True),
-    ("POST", "/admin/sync"): Operation("Repair vectors from the graph", body=SyncBody, admin=True),
+    ("GET", "/admin/jobs"): Operation("Job registries and failed jobs", admin=True, response=JobsResponse),
+    ("POST", "/admin/sync"): Operation(
+        "Repair vectors from the graph", body=SyncBody, admin=True, response=SyncResult
+    ),
     ("POST", "/admin/reembed"): Operation(
-        "Re-embed with the configured model", body=ReembedBody, success=202, admin=True
+        "Re-embed with the configured model",
+        body=ReembedBody,
+        success=202,
+        admin=True,
+        response=ReembedStarted,
     ),
-    ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True),
-    ("POST", "/consolidate"): Operation("Run consolidation (dry run by default)", body=ConsolidateRequest),
-    ("GET", "/consolidate/status"): Operation("Consolidation schedule and history"),
+    ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True, response=ReembedProgress),
+    ("POST", "/consolidate"): Operation(
+        "Run consolidation (dry run by default)", body=ConsolidateRequest, response=ConsolidateResult
+    ),
+    ("GET", "/consolidate/status"): Operation(
+        "Consolidation schedule and history", response=ConsolidationStatus
+    ),
     ("GET", "/openapi.json"): Operation("This document"),
     ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
-    ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory"),
-    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory"),
+    ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory", response=HistoryResponse),
+    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory", response=RecoverResult),
     ("DELETE", "/memory/by-tag"): Operation(
         "Delete memories under tags: preview with a confirm token, then confirm",
         query=DeleteByTagQuery,
         admin=True,
+        response=DeleteByTagResult,
     ),
-    ("GET", "/startup-recall"): Operation("Memories for the start of a session"),
-    ("GET", "/analyze"): Operation("Statistics over the store"),
+    ("GET", "/startup-recall"): Operation(
+        "Lessons and rules for the start of a session",
+        query=StartupRecallQuery,
+        response=StartupRecallResponse,
+    ),
+    ("GET", "/analyze"): Operation("Statistics over the store", response=AnalyzeResponse),
     ("GET", "/backup"): Operation("Stream a backup archive", admin=True),
-    ("POST", "/admin/restore"): Operation("Restore a backup archive", admin=True),
+    ("POST", "/admin/restore"): Operation("Restore a backup archive", admin=True, response=RestoreResult),
 }
 
 _ERRORS = {
@@ -187,7 +249,7 @@ def _operation(
         "summary": op.summary,
         "operationId": _operation_id(method, rule),
         "parameters": _path_parameters(rule) + (_query_parameters(op.query, schemas) if op.query else []),
-        "responses": _responses(op, pending),
+        "responses": _responses(op, pending, schemas),
     }
     if op.body is not None:
         models = op.body if isinstance(op.body, tuple) else (op.body,)
@@ -206,15 +268,11 @@ def _operation(
     return out
 
 
-def _responses(op: Operation, pending: bool) -> dict[str, Any]:
+def _responses(op: Operation, pending: bool, schemas: dict[str, Any]) -> dict[str, Any]:
     error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
     if pending:
         return {"501": {"description": "not implemented yet", "content": error}}
-    success = {
-        "type": "object",
-        "properties": {"status": {"const": "success"}},
-        "additionalProperties": True,
-    }
+    success = _success_schema(op.response, schemas)
     responses: dict[str, Any] = {
         str(op.success): {"description": "success", "content": {"application/json": {"schema": success}}}
     }
@@ -225,6 +283,17 @@ def _responses(op: Operation, pending: bool) -> dict[str, Any]:
             continue
         responses[str(status)] = {"description": description, "content": error}
     return responses
+
+
+def _success_schema(
+    response: type[BaseModel] | tuple[type[BaseModel], ...] | None, schemas: dict[str, Any]
+) -> dict[str, Any]:
+    if response is None:
+        status = {"status": {"const": "success"}}
+        return {"type": "object", "properties": status, "additionalProperties": True}
+    models = response if isinstance(response, tuple) else (response,)
+    refs = [{"$ref": _SCHEMA_REF.format(model=_register(m, schemas))} for m in models]
+    return refs[0] if len(refs) == 1 else {"oneOf": refs}
 
 
 def _register(model: type[BaseModel], schemas: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ GROUPS = (
     "llm",
     "enrichment",
     "consolidation",
+    "client",
 )
 
 
@@ -464,6 +465,35 @@ class Settings(BaseSettings):
         20, "CONSOLIDATION_HISTORY_LIMIT", "consolidation", "Consolidation runs kept for /consolidate/status."
     )
 
+    # --- client (the Python SDK, `automem mcp`, `automem doctor`) ----------------------------
+    client_endpoint: str = _setting(
+        "http://127.0.0.1:8001",
+        "AUTOMEM_ENDPOINT",
+        "client",
+        "Base URL of the service that the SDK's `from_env()`, `automem mcp` and `automem doctor` talk to.",
+        "AUTOMEM_URL",
+        "AUTOMEM_API_URL",
+    )
+    client_api_key: str | None = _setting(
+        None,
+        "AUTOMEM_API_KEY",
+        "client",
+        "API key the SDK and `automem mcp` send as X-API-Key. Unset: AUTOMEM_API_TOKEN is sent.",
+        secret=True,
+    )
+    client_timeout_seconds: float = _setting(
+        25.0,
+        "AUTOMEM_CLIENT_TIMEOUT_SECONDS",
+        "client",
+        "Time budget of one SDK call, retries included (25 s fits Claude Desktop's 30 s MCP timeout).",
+    )
+    client_retries: int = _setting(
+        3,
+        "AUTOMEM_CLIENT_RETRIES",
+        "client",
+        "Retries of an SDK call after a network error or a 5xx (sleeping 0.5, 1, 2 s); 4xx never retry.",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.content_soft_limit > self.content_hard_limit:
@@ -472,6 +502,11 @@ class Settings(BaseSettings):
         return self
 
     # --- derived values -----------------------------------------------------------------------
+    @property
+    def client_key(self) -> str | None:
+        """The key a client of this service sends: AUTOMEM_API_KEY, else the server's own token."""
+        return self.client_api_key or self.api_token
+
     @property
     def embedded(self) -> bool:
         """True when no external FalkorDB is configured: `automem serve` runs its own."""

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
 from automem.models import parse
+from automem.schemas import ConsolidationStatus
 from enrichment.consolidation import DESTRUCTIVE_MODES, Consolidator, consolidation_running, task_interval
 from enrichment.cron import next_runs, scheduler_info
 
@@ -32,16 +33,6 @@ class ConsolidateRequest(BaseModel):
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
-
-
-class ConsolidationStatus(BaseModel):
-    status: Literal["success"] = "success"
-    enabled: bool
-    running: bool
-    intervals: dict[str, int]
-    next_runs: dict[str, str]
-    scheduler: dict[str, Any]
-    history: list[dict[str, Any]]
 
 
 @bp.post("/consolidate")

@@ -14,8 +14,6 @@ bp = Blueprint("pending", __name__)
 
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/memory/<memory_id>/history"),
-    ("GET", "/startup-recall"),
-    ("GET", "/analyze"),
     ("GET", "/backup"),
     ("POST", "/admin/restore"),
     ("GET", "/metrics"),

@@ -20,6 +20,7 @@ from falkordb import FalkorDB
 from falkordb.helpers import quote_string
 
 from automem.errors import StoreUnavailable
+from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.tags import tag_prefixes
 
@@ -183,7 +184,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries):
+class GraphStore(ConsolidationQueries, AnalyticsQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str) -> None:
