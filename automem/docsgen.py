@@ -70,9 +70,13 @@ def helm_secret_entries() -> list[SettingInfo]:
     return [e for e in _in_group_order() if e.secret]
 
 
+# Settings of the SDK and the MCP server (`automem.client`): the service itself never reads them.
+CLIENT_GROUPS = {"client"}
+
+
 def _in_group_order() -> list[SettingInfo]:
     entries = registry()
-    return [e for group in GROUPS for e in entries if e.group == group]
+    return [e for group in GROUPS if group not in CLIENT_GROUPS for e in entries if e.group == group]
 
 
 def _value_text(entry: SettingInfo) -> str:
