@@ -44,8 +44,10 @@ def test_every_setting_lands_in_exactly_one_place_of_the_chart() -> None:
     config = {e.env for e in docsgen.helm_config_entries()}
     secrets = {e.env for e in docsgen.helm_secret_entries()}
     managed, embedded = set(docsgen.HELM_MANAGED), docsgen.HELM_EMBEDDED_ONLY
+    client = {e.env for e in docsgen.registry() if e.group in docsgen.CLIENT_GROUPS}
     every = {e.env for e in docsgen.registry()}
-    assert config | secrets | managed | embedded == every
+    assert client and config | secrets | managed | embedded | client == every
+    assert not (config | secrets) & client
     assert not config & secrets and not (config | secrets) & (managed | embedded)
     needed = {"AUTOMEM_API_TOKEN", "ADMIN_API_TOKEN", "FALKORDB_PASSWORD", "QDRANT_API_KEY", "OPENAI_API_KEY"}
     assert needed <= secrets
