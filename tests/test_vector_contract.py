@@ -388,6 +388,30 @@ def test_scroll_pages_cover_every_id_once_in_id_order(store: VectorStore) -> Non
     assert all(r.vector is None for r in store.iter_records(page=7))
 
 
+def test_ordered_follows_a_float_or_datetime_index_and_the_filter(store: VectorStore) -> None:
+    rows = [(0.9, "2025-01-03"), (0.2, "2025-01-05"), (0.5, "2025-01-01"), (0.7, "2025-01-04"), (0.5, None)]
+    points = []
+    for n, (importance, day) in enumerate(rows, start=1):
+        payload: dict[str, object] = {"importance": importance, "tags": ["a" if n % 2 else "b"]}
+        if day:
+            payload["timestamp"] = f"{day}T00:00:00.000000+00:00"
+        points.append(point(n, [1, n, 0, 0], **payload))
+    store.upsert(points)
+    assert [r.payload["importance"] for r in store.ordered(None, "importance", True, 10)] == [
+        0.9,
+        0.7,
+        0.5,
+        0.5,
+        0.2,
+    ]
+    assert [r.payload["importance"] for r in store.ordered(None, "importance", False, 2)] == [0.2, 0.5]
+    # A point without the field is left out of that order.
+    assert [r.id for r in store.ordered(None, "timestamp", True, 10)] == [uid(2), uid(4), uid(1), uid(3)]
+    only_a = store.ordered(Filter(must=(Match("tags", ("a",)),)), "timestamp", False, 10)
+    assert [r.id for r in only_a] == [uid(3), uid(1)]
+    assert store.ordered(None, "importance", True, 0) == []
+
+
 # --- concurrency and process ownership ------------------------------------------------------------
 def test_concurrent_writes_and_reads(store: VectorStore) -> None:
     errors: list[BaseException] = []

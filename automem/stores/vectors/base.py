@@ -170,6 +170,12 @@ class VectorStore(abc.ABC):
         """One page of points in id order and the offset of the next page (None at the end)."""
 
     @abc.abstractmethod
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
+        """Up to `limit` points matching `flt`, with payloads, in the order of payload field `key`
+        (one with a float or datetime index); points lacking the field are left out. The order
+        among points with equal values is unspecified."""
+
+    @abc.abstractmethod
     def drop(self) -> None:
         """Delete the whole collection (used by rebuilds)."""
 

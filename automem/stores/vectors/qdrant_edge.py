@@ -296,6 +296,21 @@ class EdgeVectorStore(VectorStore):
         page = [_record(r, with_vectors) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
+        direction = qe.Direction.Desc if descending else qe.Direction.Asc
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None or limit <= 0:
+                return []
+            request = qe.ScrollRequest(
+                limit=limit,
+                filter=_filter(flt),
+                with_payload=True,
+                order_by=qe.OrderBy(key=key, direction=direction),
+            )
+            records, _ = shard.scroll(request)
+        return [_record(r, False) for r in records]
+
 
 # --- rev guard ------------------------------------------------------------------------------------
 def _older_than(rev: int) -> qe.Filter:

@@ -319,6 +319,22 @@ class QdrantVectorStore(VectorStore):
         page_records = [_record(r, with_vectors) for r in records]
         return page_records, (str(next_offset) if next_offset is not None else None)
 
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
+        if limit <= 0:
+            return []
+        direction = qm.Direction.DESC if descending else qm.Direction.ASC
+        page = self._read_or(
+            None,
+            lambda: self.client.scroll(
+                self.collection,
+                scroll_filter=_filter(flt),
+                limit=limit,
+                with_payload=True,
+                order_by=qm.OrderBy(key=key, direction=direction),
+            ),
+        )
+        return [] if page is None else [_record(r, False) for r in page[0]]
+
 
 # --- rev guard ------------------------------------------------------------------------------------
 def _older_than(rev: int) -> qm.Filter:
