@@ -65,7 +65,8 @@ def _register_blueprints(app: Flask) -> None:
         tags,
     )
 
-    for module in (health, memories, tags, recall, graph, enrichment, consolidation, admin, docs, pending):
+    blueprints = (health, memories, tags, recall, graph, enrichment, consolidation, admin, docs)
+    for module in (*blueprints, pending):
         app.register_blueprint(module.bp)
 
 

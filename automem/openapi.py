@@ -22,10 +22,12 @@ from automem.api.pending import NOT_IMPLEMENTED
 from automem.models import (
     BatchCreate,
     ByTagQuery,
+    HistoryQuery,
     MemoryCreate,
     MemoryUpdate,
     ReembedBody,
     ReprocessBody,
+    RestoreQuery,
     SyncBody,
     TagsQuery,
 )
@@ -63,10 +65,16 @@ class AssociationBatch(BaseModel):
 class DeleteQuery(BaseModel):
     if_version: int | None = None
     hard: bool = False
+    reason: str | None = Field(default=None, description="why: recorded in the memory's history")
+
+
+class ReasonQuery(BaseModel):
+    reason: str | None = Field(default=None, description="why: recorded in the memory's history")
 
 
 class DeleteByTagQuery(ByTagQuery):
     confirm: str | None = Field(default=None, description="the confirm token of a preview")
+    reason: str | None = Field(default=None, description="why: recorded in each memory's history")
 
 
 class RelatedQuery(BaseModel):
@@ -83,6 +91,8 @@ class Operation:
     success: int = 200
     admin: bool = False
     public: bool = False
+    raw_body: str | None = None  # media type of a non-JSON request body
+    produces: str | None = None  # media type of a non-JSON success response
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -116,8 +126,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/consolidate/status"): Operation("Consolidation schedule and history"),
     ("GET", "/openapi.json"): Operation("This document"),
     ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
-    ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory"),
-    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory"),
+    ("GET", "/memory/<memory_id>/history"): Operation(
+        "Audit trail of a memory, newest first", query=HistoryQuery
+    ),
+    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory", query=ReasonQuery),
     ("DELETE", "/memory/by-tag"): Operation(
         "Delete memories under tags: preview with a confirm token, then confirm",
         query=DeleteByTagQuery,
@@ -125,8 +137,17 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/startup-recall"): Operation("Memories for the start of a session"),
     ("GET", "/analyze"): Operation("Statistics over the store"),
-    ("GET", "/backup"): Operation("Stream a backup archive", admin=True),
-    ("POST", "/admin/restore"): Operation("Restore a backup archive", admin=True),
+    ("GET", "/backup"): Operation(
+        "Stream a backup archive (gzip'd JSON lines: graph, history, vectors)",
+        admin=True,
+        produces="application/gzip",
+    ),
+    ("POST", "/admin/restore"): Operation(
+        "Rebuild the store from a backup archive (the request body)",
+        query=RestoreQuery,
+        admin=True,
+        raw_body="application/gzip",
+    ),
 }
 
 _ERRORS = {
@@ -197,6 +218,9 @@ def _operation(
             m in (SyncBody, ReembedBody, ConsolidateRequest) for m in models
         )
         out["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}
+    if op.raw_body is not None:
+        binary = {"type": "string", "contentMediaType": op.raw_body}
+        out["requestBody"] = {"required": True, "content": {op.raw_body: {"schema": binary}}}
     if op.public:
         out["security"] = []
     elif op.admin:
@@ -215,9 +239,12 @@ def _responses(op: Operation, pending: bool) -> dict[str, Any]:
         "properties": {"status": {"const": "success"}},
         "additionalProperties": True,
     }
-    responses: dict[str, Any] = {
-        str(op.success): {"description": "success", "content": {"application/json": {"schema": success}}}
-    }
+    content = (
+        {op.produces: {"schema": {"type": "string", "contentMediaType": op.produces}}}
+        if op.produces
+        else {"application/json": {"schema": success}}
+    )
+    responses: dict[str, Any] = {str(op.success): {"description": "success", "content": content}}
     for status, description in _ERRORS.items():
         if status == 401 and op.public:
             continue

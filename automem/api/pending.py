@@ -13,7 +13,6 @@ from automem.errors import NotImplementedFeature
 bp = Blueprint("pending", __name__)
 
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
-    ("GET", "/memory/<memory_id>/history"),
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
     ("GET", "/backup"),
