@@ -54,6 +54,7 @@ def create_app(
 def _register_blueprints(app: Flask) -> None:
     from automem.api import (
         admin,
+        backup,
         consolidation,
         docs,
         enrichment,
@@ -65,7 +66,7 @@ def _register_blueprints(app: Flask) -> None:
         tags,
     )
 
-    blueprints = (health, memories, tags, recall, graph, enrichment, consolidation, admin, docs)
+    blueprints = (health, memories, tags, recall, graph, enrichment, consolidation, admin, backup, docs)
     for module in (*blueprints, pending):
         app.register_blueprint(module.bp)
 

@@ -15,8 +15,6 @@ bp = Blueprint("pending", __name__)
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
     ("GET", "/startup-recall"),
     ("GET", "/analyze"),
-    ("GET", "/backup"),
-    ("POST", "/admin/restore"),
     ("GET", "/metrics"),
 )
 
