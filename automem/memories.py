@@ -419,7 +419,7 @@ class MemoryService:
                 dedup_key=dedup_key(current["tenant"], new_hash) if new_hash else None,
                 embedding=embedding,
                 expected_rev=int(current.get("rev") or 0),
-                event=change.event("modified", str(props["updated_at"]), changes),
+                event=change.event("modified", now_iso(), changes),  # not a client-set updated_at
             )
             if updated is not None:
                 self._after_update(

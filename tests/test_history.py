@@ -216,3 +216,11 @@ def test_batch_creates_record_the_actor(api: Api) -> None:
             "changes": {},
         }
         assert created["at"] <= now_iso()
+
+
+def test_a_client_updated_at_is_a_change_not_the_event_time(api: Api) -> None:
+    memory_id = _store(api, "Imported with its own times")
+    assert api.patch(f"/memory/{memory_id}", json={"updated_at": "2019-05-01T00:00:00Z"}).status_code == 200
+    modified = _events(api, memory_id)[0]
+    assert modified["changes"]["updated_at"]["new"].startswith("2019-05-01")
+    assert modified["at"] > "2020"  # the event happened now
