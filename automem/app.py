@@ -62,6 +62,7 @@ def routes_app() -> Flask:
 def _register_blueprints(app: Flask) -> None:
     from automem.api import (
         admin,
+        backup,
         consolidation,
         docs,
         enrichment,
@@ -84,6 +85,7 @@ def _register_blueprints(app: Flask) -> None:
         enrichment,
         consolidation,
         admin,
+        backup,
         docs,
         pending,
     ):

@@ -139,6 +139,27 @@ def cmd_docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backup(args: argparse.Namespace) -> int:
+    from automem import backup
+
+    settings = load_settings()
+    url = args.url or backup.service_url(settings)
+    output = Path(args.output) if args.output else None
+    print(json.dumps(backup.download_backup(url, backup.admin_headers(settings), output)))
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from automem import backup
+
+    settings = load_settings()
+    url = args.url or backup.service_url(settings)
+    headers = backup.admin_headers(settings)
+    result = backup.upload_restore(url, headers, Path(args.file), args.replace, args.vectors_from_graph)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     if args.write or args.check:
         return cmd_docs(args)
@@ -232,6 +253,39 @@ def build_parser() -> argparse.ArgumentParser:
     reemb.add_argument("--wait", action="store_true", help="show a progress bar until every memory is done")
     reemb.add_argument("--interval", type=float, default=2.0, help="seconds between progress updates")
     reemb.set_defaults(func=cmd_reembed)
+
+    via_api = (
+        "It talks to the running service (`automem serve`, or --url) with AUTOMEM_API_TOKEN and "
+        "ADMIN_API_TOKEN from the environment: in embedded mode the API process owns the Qdrant Edge "
+        "shard, so the CLI never opens the stores itself."
+    )
+    bk = sub.add_parser(
+        "backup",
+        help="download a backup archive of graph, history and vectors (GET /backup)",
+        description="Stream one gzip'd JSON-lines archive (memories with embeddings, history, entities, "
+        "patterns, edges, vector points) to a file, verified complete before it is renamed into place. "
+        + via_api,
+    )
+    bk.add_argument("-o", "--output", help="file to write (default: the name the service suggests)")
+    bk.add_argument("--url", help="the service's base URL (default http://127.0.0.1:$PORT)")
+    bk.set_defaults(func=cmd_backup)
+    rs = sub.add_parser(
+        "restore",
+        help="rebuild the service's store from a backup archive (POST /admin/restore)",
+        description="Upload an archive; the service validates all of it first (a corrupt or truncated "
+        "archive changes nothing), then writes graph, history and vectors, re-creates indexes and "
+        "queues any missing embedding or enrichment. A store holding memories is refused unless "
+        "--replace. " + via_api,
+    )
+    rs.add_argument("file", help="an archive written by `automem backup` or GET /backup")
+    rs.add_argument("--replace", action="store_true", help="wipe graph, vectors and queued work first")
+    rs.add_argument(
+        "--vectors-from-graph",
+        action="store_true",
+        help="rebuild every vector point from the graph instead of using the archive's points",
+    )
+    rs.add_argument("--url", help="the service's base URL (default http://127.0.0.1:$PORT)")
+    rs.set_defaults(func=cmd_restore)
 
     st = sub.add_parser("settings", help="show settings (secrets masked); --write/--check as `automem docs`")
     st.add_argument("--write", action="store_true", help="same as `automem docs --write`")

@@ -321,9 +321,12 @@ def _operation_section(method: str, path: str, op: dict[str, Any]) -> list[str]:
         lines += _field_table(props, {p["name"] for p in params if p.get("required")}, "Parameter")
     body = op.get("requestBody")
     if body:
-        schema = body["content"]["application/json"]["schema"]
         need = "required" if body.get("required") else "optional"
-        lines += ["", f"JSON body ({need}): {_types(schema)}."]
+        media, content = next(iter(body["content"].items()))
+        if media == "application/json":
+            lines += ["", f"JSON body ({need}): {_types(content['schema'])}."]
+        else:
+            lines += ["", f"Body ({need}): `{media}`."]
     responses = " · ".join(f"`{code}` {r['description']}" for code, r in op["responses"].items())
     lines += ["", f"Responses: {responses}.", ""]
     return lines

@@ -65,6 +65,13 @@ class IdempotencyStore:
         record = json.dumps({"state": "done", "fingerprint": fingerprint, "status": status, "body": body})
         self.redis.set(self._key(scope, key), record, ex=self.ttl)
 
+    def clear(self) -> int:
+        """Forget every stored response (a restore replaced the memories they describe)."""
+        keys = list(self.redis.scan_iter(match="automem:idem:*", count=1000))
+        for start in range(0, len(keys), 1000):
+            self.redis.delete(*keys[start : start + 1000])
+        return len(keys)
+
     def abandon(self, scope: str, key: str) -> None:
         """Release the claim after a failed request, so the client's retry runs for real."""
         self.redis.delete(self._key(scope, key))

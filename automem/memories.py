@@ -22,6 +22,7 @@ import redis
 from automem.classify import EXPLICIT_TYPE_CONFIDENCE, classify
 from automem.embedding import EmbeddingProvider
 from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
+from automem.history import SYSTEM, Change, diff
 from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
@@ -115,7 +116,9 @@ class MemoryService:
         self.llm = llm
 
     # --- create -------------------------------------------------------------------------------
-    def prepare(self, body: MemoryCreate, tenant: str, field_prefix: str = "") -> Prepared:
+    def prepare(
+        self, body: MemoryCreate, tenant: str, field_prefix: str = "", change: Change = SYSTEM
+    ) -> Prepared:
         content = str(body.content)
         chash = content_hash(content)
         now = now_iso()
@@ -152,7 +155,11 @@ class MemoryService:
             "rev": 1,
             "enriched": False,
             "seq_scope": sequence_scope(tags, body.metadata or {}),
+            # The history's `created` event is read from these (no event node on the ingest path).
+            "created_by": change.actor,
         }
+        if change.reason:
+            props["created_reason"] = change.reason
         if embedding is not None:
             props["embedding_hash"] = chash
             props["embedding_model"] = "client"
@@ -166,9 +173,11 @@ class MemoryService:
             )
         return embedding
 
-    def create(self, body: MemoryCreate, tenant: str = DEFAULT_TENANT) -> tuple[int, dict[str, Any]]:
+    def create(
+        self, body: MemoryCreate, tenant: str = DEFAULT_TENANT, change: Change = SYSTEM
+    ) -> tuple[int, dict[str, Any]]:
         body, summarized = self._summarized(body)
-        prepared = self.prepare(body, tenant)
+        prepared = self.prepare(body, tenant, change=change)
         outcome = self.graph.create_memories([prepared.row()])[0]
         if outcome.status == "conflict":
             raise Conflict(f"a memory with id {prepared.id} already exists", field="id", code="duplicate_id")
@@ -235,8 +244,9 @@ class MemoryService:
         self,
         bodies: Sequence[MemoryCreate],
         tenant: str = DEFAULT_TENANT,
+        change: Change = SYSTEM,
     ) -> list[dict[str, Any]]:
-        prepared = [self.prepare(b, tenant, f"memories[{n}].") for n, b in enumerate(bodies)]
+        prepared = [self.prepare(b, tenant, f"memories[{n}].", change) for n, b in enumerate(bodies)]
         self._reject_repeated_ids(prepared)
         self._reject_existing_ids(prepared)
         unique, repeats = self._split_in_batch_duplicates(prepared)
@@ -379,9 +389,11 @@ class MemoryService:
         }
 
     # --- update -------------------------------------------------------------------------------
-    def update(self, memory_id: str, body: MemoryUpdate) -> dict[str, Any]:
+    def update(self, memory_id: str, body: MemoryUpdate, change: Change = SYSTEM) -> dict[str, Any]:
         given = body.model_fields_set
         embedding = self._checked_embedding(body.embedding, "")
+        if body.reason is not None:
+            change = Change(change.actor, body.reason)
         for _ in range(_PATCH_ATTEMPTS):
             current = self.graph.get_memory(memory_id)
             if current is None:
@@ -389,22 +401,29 @@ class MemoryService:
             if body.if_version is not None and body.if_version != current["version"]:
                 raise _version_conflict(memory_id, current["version"], body.if_version)
             props, new_hash = self._changes(current, body, given, embedding)
+            changes = diff(current, props)
+            if "updated_at" not in given:
+                changes.pop("updated_at", None)  # the event's own time says it
+            # Guarded by rev too: a job's change since the read (enrichment's tags and metadata)
+            # would otherwise be overwritten by the merge and missing from the recorded old values.
             updated = self.graph.update_memory(
                 memory_id,
                 props,
                 expected_version=int(current["version"]),
                 dedup_key=dedup_key(current["tenant"], new_hash) if new_hash else None,
                 embedding=embedding,
+                expected_rev=int(current.get("rev") or 0),
+                event=change.event("modified", now_iso(), changes),  # not a client-set updated_at
             )
             if updated is not None:
                 self._after_update(
                     updated, content_changed=bool(new_hash), embedding_given=embedding is not None
                 )
                 return {"status": "success", "memory_id": memory_id, "memory": public_memory(updated)}
-            if body.if_version is not None:
-                latest = self.graph.get_memory(memory_id)
-                if latest is None:
-                    raise NotFound(f"memory {memory_id} not found", field="id")
+            latest = self.graph.get_memory(memory_id)
+            if latest is None:
+                raise NotFound(f"memory {memory_id} not found", field="id")
+            if body.if_version is not None and latest["version"] != body.if_version:
                 raise _version_conflict(memory_id, latest["version"], body.if_version)
         raise Conflict("the memory kept changing during the update; retry", code="version_conflict")
 
@@ -440,6 +459,9 @@ class MemoryService:
         for field in ("timestamp", "last_accessed"):
             if getattr(body, field) is not None:
                 props[field] = getattr(body, field)
+        if body.last_accessed is not None:
+            # Accesses recalled before this change must not move the client's value (see touch).
+            props["last_accessed_version"] = int(current["version"]) + 1
         if _changes_enrichment_input(current, props, body):
             # Entities, summary and the sequence position follow content, tags, time and session.
             props["enriched"] = False
@@ -458,8 +480,11 @@ class MemoryService:
         self._sync_quietly([doc["id"]])
 
     # --- delete -------------------------------------------------------------------------------
-    def delete(self, memory_id: str, if_version: int | None = None) -> dict[str, Any]:
-        doc = self.graph.soft_delete(memory_id, now_iso(), if_version)
+    def delete(
+        self, memory_id: str, if_version: int | None = None, change: Change = SYSTEM
+    ) -> dict[str, Any]:
+        now = now_iso()
+        doc = self.graph.soft_delete(memory_id, now, if_version, change.event("deleted", now))
         if doc is None:
             current = self.graph.get_memory(memory_id)
             if current is None:
@@ -475,7 +500,11 @@ class MemoryService:
         }
 
     def delete_by_tag(
-        self, query: ByTagQuery, confirm: str | None, tenant: str = DEFAULT_TENANT
+        self,
+        query: ByTagQuery,
+        confirm: str | None,
+        tenant: str = DEFAULT_TENANT,
+        change: Change = SYSTEM,
     ) -> dict[str, Any]:
         """Two steps: without `confirm`, a preview (count, a sample, a confirm token bound to this
         exact selection for CONFIRM_TTL seconds); with the token, the soft delete of every memory
@@ -507,7 +536,8 @@ class MemoryService:
             )
             if not ids:
                 break
-            done = self.graph.soft_delete_many(ids, now_iso())
+            now = now_iso()
+            done = self.graph.soft_delete_many(ids, now, change.event("deleted", now))
             deleted += done
             self._sync_quietly(done)
             if not done:
@@ -531,10 +561,10 @@ class MemoryService:
             raise StoreUnavailable("confirmations need Redis")
         return Confirmations(self.jobs.connection)
 
-    def recover(self, memory_id: str) -> dict[str, Any]:
+    def recover(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
         """Bring back a memory deleted within RETENTION_DAYS."""
         since = format_utc(utc_now() - timedelta(days=self.settings.retention_days))
-        doc = self.graph.recover(memory_id, since)
+        doc = self.graph.recover(memory_id, since, change.event("recovered", now_iso()))
         if doc is None:
             current = self.graph.get_memory(memory_id, include_deleted=True)
             if current is None:
@@ -549,8 +579,8 @@ class MemoryService:
         self._sync_quietly([memory_id])
         return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": public_memory(doc)}
 
-    def purge(self, memory_id: str) -> dict[str, Any]:
-        if not self.graph.purge(memory_id):
+    def purge(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
+        if not self.graph.purge(memory_id, change.event("purged", now_iso())):
             raise NotFound(f"memory {memory_id} not found", field="id")
         self._sync_quietly([memory_id])
         return {

@@ -195,6 +195,17 @@ class MemoryCreate(_MemoryFields):
 class MemoryUpdate(_MemoryFields):
     content: Any = None
     if_version: StrictInt | None = None
+    reason: StrictStr | None = Field(default=None, description="why: recorded in the memory's history")
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        limit = _settings(info).max_reason_length
+        if len(value.strip()) > limit:
+            raise ValueError(f"at most {limit} characters")
+        return value.strip() or None
 
     @field_validator("content")
     @classmethod
@@ -239,6 +250,25 @@ class ByTagQuery(_Body):
 
 class TagsQuery(_Body):
     prefix: str | None = None
+
+
+class HistoryQuery(_Body):
+    """GET /memory/<id>/history: newest first; `before` is the `rev` cursor of the next page."""
+
+    limit: int = Field(50, ge=1, le=200)
+    before: int | None = Field(default=None, ge=1, description="return events with rev below this")
+
+
+class RestoreQuery(_Body):
+    """POST /admin/restore: the archive is the request body (gzip'd JSON lines from GET /backup)."""
+
+    mode: Literal["empty", "replace"] = Field(
+        "empty",
+        description="empty: refuse a store holding anything; replace: wipe graph, vectors and queues first",
+    )
+    vectors: Literal["archive", "graph"] = Field(
+        "archive", description="archive: the archive's points; graph: rebuild every point from the graph"
+    )
 
 
 def parse_uuid(value: str, field: str) -> str:

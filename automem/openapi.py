@@ -23,10 +23,12 @@ from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
     ByTagQuery,
+    HistoryQuery,
     MemoryCreate,
     MemoryUpdate,
     ReembedBody,
     ReprocessBody,
+    RestoreQuery,
     SyncBody,
     TagsQuery,
 )
@@ -91,10 +93,16 @@ class AssociationBatch(BaseModel):
 class DeleteQuery(BaseModel):
     if_version: int | None = None
     hard: bool = False
+    reason: str | None = Field(default=None, description="why: recorded in the memory's history")
+
+
+class ReasonQuery(BaseModel):
+    reason: str | None = Field(default=None, description="why: recorded in the memory's history")
 
 
 class DeleteByTagQuery(ByTagQuery):
     confirm: str | None = Field(default=None, description="the confirm token of a preview")
+    reason: str | None = Field(default=None, description="why: recorded in each memory's history")
 
 
 class RelatedQuery(BaseModel):
@@ -113,6 +121,8 @@ class Operation:
     public: bool = False
     # The success body's model (`automem.schemas`, the SDK's typed results); None: any JSON object.
     response: type[BaseModel] | tuple[type[BaseModel], ...] | None = None
+    raw_body: str | None = None  # media type of a non-JSON request body
+    produces: str | None = None  # media type of a non-JSON success response
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
@@ -173,8 +183,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/openapi.json"): Operation("This document"),
     ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
-    ("GET", "/memory/<memory_id>/history"): Operation("Audit trail of a memory", response=HistoryResponse),
-    ("POST", "/memory/<memory_id>/recover"): Operation("Recover a deleted memory", response=RecoverResult),
+    ("GET", "/memory/<memory_id>/history"): Operation(
+        "Audit trail of a memory, newest first", query=HistoryQuery, response=HistoryResponse
+    ),
+    ("POST", "/memory/<memory_id>/recover"): Operation(
+        "Recover a deleted memory", query=ReasonQuery, response=RecoverResult
+    ),
     ("DELETE", "/memory/by-tag"): Operation(
         "Delete memories under tags: preview with a confirm token, then confirm",
         query=DeleteByTagQuery,
@@ -187,8 +201,18 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         response=StartupRecallResponse,
     ),
     ("GET", "/analyze"): Operation("Statistics over the store", response=AnalyzeResponse),
-    ("GET", "/backup"): Operation("Stream a backup archive", admin=True),
-    ("POST", "/admin/restore"): Operation("Restore a backup archive", admin=True, response=RestoreResult),
+    ("GET", "/backup"): Operation(
+        "Stream a backup archive (gzip'd JSON lines: graph, history, vectors)",
+        admin=True,
+        produces="application/gzip",
+    ),
+    ("POST", "/admin/restore"): Operation(
+        "Rebuild the store from a backup archive (the request body)",
+        query=RestoreQuery,
+        admin=True,
+        raw_body="application/gzip",
+        response=RestoreResult,
+    ),
 }
 
 _ERRORS = {
@@ -259,6 +283,9 @@ def _operation(
             m in (SyncBody, ReembedBody, ConsolidateRequest) for m in models
         )
         out["requestBody"] = {"required": required, "content": {"application/json": {"schema": schema}}}
+    if op.raw_body is not None:
+        binary = {"type": "string", "contentMediaType": op.raw_body}
+        out["requestBody"] = {"required": True, "content": {op.raw_body: {"schema": binary}}}
     if op.public:
         out["security"] = []
     elif op.admin:
@@ -272,10 +299,12 @@ def _responses(op: Operation, pending: bool, schemas: dict[str, Any]) -> dict[st
     error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
     if pending:
         return {"501": {"description": "not implemented yet", "content": error}}
-    success = _success_schema(op.response, schemas)
-    responses: dict[str, Any] = {
-        str(op.success): {"description": "success", "content": {"application/json": {"schema": success}}}
-    }
+    content = (
+        {op.produces: {"schema": {"type": "string", "contentMediaType": op.produces}}}
+        if op.produces
+        else {"application/json": {"schema": _success_schema(op.response, schemas)}}
+    )
+    responses: dict[str, Any] = {str(op.success): {"description": "success", "content": content}}
     for status, description in _ERRORS.items():
         if status == 401 and op.public:
             continue

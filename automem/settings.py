@@ -269,6 +269,26 @@ class Settings(BaseSettings):
     retention_days: int = _setting(
         30, "RETENTION_DAYS", "limits", "Days a deleted memory stays recoverable before it is purged."
     )
+    history_retention_days: int = _setting(
+        365,
+        "HISTORY_RETENTION_DAYS",
+        "limits",
+        "Days a memory's history events are kept (the purge job prunes older ones; the creation, "
+        "read from the memory itself, stays as long as the memory). 0 keeps them forever.",
+    )
+    max_reason_length: int = _setting(
+        500,
+        "AUTOMEM_MAX_REASON_LENGTH",
+        "limits",
+        "Characters of a change reason (X-Change-Reason header, PATCH `reason`, DELETE `?reason=`).",
+    )
+    restore_max_bytes: int = _setting(
+        20 * 1024**3,
+        "AUTOMEM_RESTORE_MAX_BYTES",
+        "limits",
+        "Largest archive POST /admin/restore accepts (the request body limit of that route only; "
+        "the archive is spooled to a temporary file, never held in memory).",
+    )
 
     # --- recall -------------------------------------------------------------------------------
     recall_max_limit: int = _setting(

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from automem.history import JOB_CONSOLIDATE, Change
 from automem.timeutil import format_utc, parse_iso, utc_now
 
 if TYPE_CHECKING:
@@ -478,7 +479,10 @@ class Consolidator:
                 if reason:
                     protected[reason] += 1
                     continue
-                rows.append({"id": doc["id"], "version": doc["version"], "score": score})
+                reason = f"relevance {score:.3f} below the archive threshold {threshold}"
+                changes = {"state": {"old": "active", "new": "archived"}}
+                event = Change(JOB_CONSOLIDATE.actor, reason).event("archived", ctx.at, changes)
+                rows.append({"id": doc["id"], "version": doc["version"], "score": score, "event": event})
             candidates += rows
             if not ctx.dry_run and rows:
                 done = self.graph.archive_memories(rows, ctx.at)

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+from automem.history import JOB_CLASSIFY, JOB_ENRICH, JOB_PURGE, diff
 from automem.memories import ENRICH_CHUNK
 from automem.services import Services
 from automem.timeutil import format_utc, now_iso, utc_now
@@ -178,7 +179,8 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
             max_tags=s.max_tags,
             summary_length=s.enrichment_summary_length,
         )
-        if svc.graph.apply_enrichment(memory_id, int(doc["version"]), plan.props, plan.entities):
+        event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
+        if svc.graph.apply_enrichment(memory_id, int(doc["version"]), plan.props, plan.entities, event):
             _classify_if_unsure(svc, doc)
             link_sequence(svc.graph, svc.queue_redis, {**doc, **plan.props}, now)
             if doc.get("embedding_hash") and doc.get("embedding_hash") == doc.get("content_hash"):
@@ -222,7 +224,9 @@ def classify_memory(memory_id: str, attempt: int = 0) -> dict[str, Any]:
         return {"classified": False, "kept": doc.get("type")}
     if found is None:
         return {"classified": False}
-    landed = svc.graph.set_llm_type(memory_id, int(doc["version"]), found[0], found[1])
+    changes = diff(doc, {"type": found[0], "confidence": found[1]})
+    event = JOB_CLASSIFY.event("classified", now_iso(), changes)
+    landed = svc.graph.set_llm_type(memory_id, int(doc["version"]), found[0], found[1], event)
     if landed:
         svc.sync.request([memory_id])
     return {"classified": landed, "type": found[0], "confidence": found[1]}
@@ -260,11 +264,18 @@ def reconcile(page: int = 500) -> dict[str, Any]:
     enriched at the current version, and repair vectors that lag the graph when this process
     owns the vector store."""
     svc = current_services()
-    queued = _queue_embedding(svc, every=False, page=page)
-    enrich_queued = queue_enrichment(svc, page=page) if svc.settings.enrichment_enabled else 0
+    queued = queue_missing_work(svc, page)
     # Where this process owns the vectors (server mode), also repair vectors the graph outran.
     repaired = svc.sync.repair() if svc.sync.owns_vectors else 0
-    return {"queued": queued, "enrichment_queued": enrich_queued, "vectors_repaired": repaired}
+    return {**queued, "vectors_repaired": repaired}
+
+
+def queue_missing_work(svc: Services, page: int = 500) -> dict[str, int]:
+    """Queue embedding for memories lacking a current vector of the configured model and
+    enrichment for active memories not enriched at the current version."""
+    queued = _queue_embedding(svc, every=False, page=page)
+    enrich_queued = queue_enrichment(svc, page=page) if svc.settings.enrichment_enabled else 0
+    return {"queued": queued, "enrichment_queued": enrich_queued}
 
 
 def queue_enrichment(svc: Services, force: bool = False, page: int = 500) -> int:
@@ -284,28 +295,43 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = 500) -> int
 
 
 def flush_access(batch: int = 5000) -> int:
-    """Apply logged recall accesses: last_accessed and access_count, one graph write per batch."""
+    """Apply logged recall accesses: last_accessed and access_count, one graph write per batch.
+    Each access carries the version recall saw, so one that predates a client's own
+    `last_accessed` change cannot move it (see GraphStore.touch)."""
     svc = current_services()
     applied = 0
     while entries := svc.jobs.take_access_log(batch):
-        latest: dict[str, str] = {}
+        latest: dict[str, tuple[str, int | None]] = {}
         counts: dict[str, int] = {}
-        for memory_id, at in entries:
-            latest[memory_id] = max(at, latest.get(memory_id, ""))
+        for memory_id, at, version in entries:
+            if memory_id not in latest or at > latest[memory_id][0]:
+                latest[memory_id] = (at, version)
             counts[memory_id] = counts.get(memory_id, 0) + 1
-        applied += svc.graph.touch([{"id": i, "at": latest[i], "n": counts[i]} for i in latest])
+        rows = [{"id": i, "at": at, "version": v, "n": counts[i]} for i, (at, v) in latest.items()]
+        applied += svc.graph.touch(rows)
     return applied
 
 
 def purge_deleted(page: int = 500) -> dict[str, Any]:
-    """Remove memories deleted more than RETENTION_DAYS ago: node, edges and vector (RQ cron)."""
+    """Remove memories deleted more than RETENTION_DAYS ago: node, edges, history and vector (a
+    tombstone event stays), and prune history events older than HISTORY_RETENTION_DAYS (RQ cron)."""
     svc = current_services()
     before = format_utc(utc_now() - timedelta(days=svc.settings.retention_days))
     purged = 0
     while ids := svc.graph.deleted_before(before, page):
-        removed = svc.graph.purge_many(ids)
+        removed = svc.graph.purge_many(ids, JOB_PURGE.event("purged", now_iso()))
         svc.sync.request(ids)  # the owner finds no node and deletes the points
         purged += removed
         if removed == 0:
             break
-    return {"purged": purged, "deleted_before": before}
+    pruned, history_before = 0, None
+    if svc.settings.history_retention_days > 0:
+        history_before = format_utc(utc_now() - timedelta(days=svc.settings.history_retention_days))
+        while (n := svc.graph.prune_events(history_before, page * 10)) > 0:
+            pruned += n
+    return {
+        "purged": purged,
+        "deleted_before": before,
+        "events_pruned": pruned,
+        "events_before": history_before,
+    }

@@ -73,6 +73,13 @@ def test_unsure_memory_gets_the_llm_type(llm_api: Api, llm_services: Services, s
     assert memory["confidence"] == 0.85
     assert _chat_calls(stub) == 1
     assert llm_services.graph.get_memory(created["memory_id"])["classification"] == "llm"  # type: ignore[index]
+    events = llm_api.get(f"/memory/{created['memory_id']}/history").get_json()["events"]
+    [classified] = [e for e in events if e["event"] == "classified"]
+    assert classified["actor"] == "job:classify" and classified["version"] == 1
+    assert classified["changes"] == {
+        "type": {"old": "Context", "new": "Insight"},
+        "confidence": {"old": 0.3, "new": 0.85},
+    }
 
 
 def test_confident_or_explicit_types_are_not_sent(

@@ -9,7 +9,9 @@ from typing import Any, TypeVar
 from flask import Response, current_app, jsonify, request
 from werkzeug.exceptions import BadRequest
 
+from automem.auth import presented_token
 from automem.errors import InvalidInput
+from automem.history import Change, api_key_actor, checked_reason
 from automem.idempotency import fingerprint
 from automem.services import Services
 
@@ -29,6 +31,24 @@ def json_body() -> Any:
         return request.get_json(force=True)
     except BadRequest as exc:
         raise InvalidInput("the request body is not valid JSON", field="body") from exc
+
+
+def change(admin: bool = False, reason_arg: str | None = None) -> Change:
+    """Who makes this request's change, for the history (a digest of the key, never the key),
+    and why: `?<reason_arg>=` when the route takes one, else the X-Change-Reason header."""
+    settings = services().settings
+    if admin:
+        actor = "admin"
+    elif settings.api_token:
+        actor = api_key_actor(presented_token(settings) or "")
+    else:
+        actor = "anonymous"
+    if reason_arg and reason_arg in request.args:
+        reason = checked_reason(request.args[reason_arg], settings.max_reason_length, reason_arg)
+    else:
+        header = request.headers.get("X-Change-Reason")
+        reason = checked_reason(header, settings.max_reason_length, "X-Change-Reason")
+    return Change(actor, reason)
 
 
 def respond(body: dict[str, Any], status: int = 200) -> tuple[Response, int]:

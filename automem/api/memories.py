@@ -6,10 +6,11 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from automem.api import idempotent, json_body, respond, services
+from automem.api import change, idempotent, json_body, respond, services
 from automem.auth import require_admin
 from automem.errors import InvalidInput
-from automem.models import BatchCreate, MemoryCreate, MemoryUpdate, parse, parse_uuid
+from automem.history import memory_history
+from automem.models import BatchCreate, HistoryQuery, MemoryCreate, MemoryUpdate, parse, parse_uuid
 
 bp = Blueprint("memories", __name__)
 
@@ -19,7 +20,7 @@ bp = Blueprint("memories", __name__)
 def create_memory() -> tuple[Response, int]:
     svc = services()
     body = parse(MemoryCreate, json_body(), svc.settings)
-    status, payload = svc.memories.create(body)
+    status, payload = svc.memories.create(body, change=change())
     return respond(payload, status)
 
 
@@ -31,7 +32,7 @@ def create_batch() -> tuple[Response, int]:
     items = [
         parse(MemoryCreate, item, svc.settings, f"memories[{n}].") for n, item in enumerate(batch.memories)
     ]
-    results = svc.memories.create_batch(items)
+    results = svc.memories.create_batch(items, change=change())
     created = sum(1 for r in results if r["status"] == "created")
     body: dict[str, Any] = {
         "status": "success",
@@ -56,7 +57,7 @@ def update_memory(memory_id: str) -> tuple[Response, int]:
     svc = services()
     memory_id = parse_uuid(memory_id, "id")
     body = parse(MemoryUpdate, json_body(), svc.settings)
-    return respond(svc.memories.update(memory_id, body))
+    return respond(svc.memories.update(memory_id, body, change()))
 
 
 @bp.delete("/memory/<memory_id>")
@@ -65,17 +66,27 @@ def delete_memory(memory_id: str) -> tuple[Response, int]:
     if request.args.get("hard", "").lower() in ("1", "true", "yes"):
         return _purge(memory_id)
     if_version = _int_arg("if_version")
-    return respond(services().memories.delete(memory_id, if_version))
+    return respond(services().memories.delete(memory_id, if_version, change(reason_arg="reason")))
 
 
 @bp.post("/memory/<memory_id>/recover")
 def recover_memory(memory_id: str) -> tuple[Response, int]:
-    return respond(services().memories.recover(parse_uuid(memory_id, "id")))
+    memory_id = parse_uuid(memory_id, "id")
+    return respond(services().memories.recover(memory_id, change(reason_arg="reason")))
+
+
+@bp.get("/memory/<memory_id>/history")
+def history(memory_id: str) -> tuple[Response, int]:
+    """The memory's audit trail, newest first (deleted memories keep theirs until purged)."""
+    svc = services()
+    memory_id = parse_uuid(memory_id, "id")
+    query = parse(HistoryQuery, dict(request.args), svc.settings)
+    return respond(memory_history(svc.graph, memory_id, query.limit, query.before))
 
 
 @require_admin
 def _purge(memory_id: str) -> tuple[Response, int]:
-    return respond(services().memories.purge(memory_id))
+    return respond(services().memories.purge(memory_id, change(admin=True, reason_arg="reason")))
 
 
 def _int_arg(name: str) -> int | None:

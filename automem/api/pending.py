@@ -13,9 +13,6 @@ from automem.errors import NotImplementedFeature
 bp = Blueprint("pending", __name__)
 
 NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
-    ("GET", "/memory/<memory_id>/history"),
-    ("GET", "/backup"),
-    ("POST", "/admin/restore"),
     ("GET", "/metrics"),
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from automem.api import respond, services
+from automem.api import change, respond, services
 from automem.auth import require_admin
 from automem.models import ByTagQuery, TagsQuery, parse
 
@@ -34,7 +34,8 @@ def by_tag() -> tuple[Response, int]:
 def delete_by_tag() -> tuple[Response, int]:
     """Preview (count and a confirm token), then delete with `confirm=<token>` (admin)."""
     confirm = request.args.get("confirm")
-    return respond(services().memories.delete_by_tag(_by_tag_query(), confirm))
+    who = change(admin=True, reason_arg="reason")
+    return respond(services().memories.delete_by_tag(_by_tag_query(), confirm, change=who))
 
 
 @bp.get("/tags")

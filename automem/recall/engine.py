@@ -120,7 +120,7 @@ class RecallEngine:
             results = self._cut(pool, q, flt)
         with timer.stage("relations"):
             relations = self._relations([c.id for c in results], q.relation_limit, edges, pool)
-        self._record_access([c.id for c in results])
+        self._record_access([c.id for c in results], [(c.doc or {}).get("version") for c in results])
         return self._response(q, flt, results, relations, timer, degraded, listing)
 
     def _search(
@@ -286,12 +286,12 @@ class RecallEngine:
             for i, found in edges.items()
         }
 
-    def _record_access(self, ids: list[str]) -> None:
+    def _record_access(self, ids: list[str], versions: list[int | None]) -> None:
         """Access bookkeeping happens in a job, off the request path; losing it loses nothing."""
         if not ids:
             return
         try:
-            self.svc.jobs.enqueue_access(ids, now_iso())
+            self.svc.jobs.enqueue_access(ids, now_iso(), versions)
         except Exception:
             log.warning("could not queue access bookkeeping for %d memories", len(ids))
 

@@ -22,6 +22,7 @@ from falkordb.helpers import quote_string
 from automem.errors import StoreUnavailable
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
+from automem.stores.graph_lifecycle import LifecycleQueries
 from automem.tags import tag_prefixes
 
 if TYPE_CHECKING:
@@ -118,7 +119,16 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 _RANGE_INDEXES = {
     "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state", "seq_scope"),
     "Entity": ("key",),
+    "MemoryEvent": ("memory_id",),
 }
+
+# The history event of the change a statement makes to `m` (see automem.history): written in the
+# same statement, after the SET, so it carries the memory's new version and rev. `{event}` is the
+# parameter (or row field) holding the map from `Change.event()`.
+_RECORD_EVENT = """
+        CREATE (ev:MemoryEvent {{memory_id: m.id, tenant: m.tenant, version: m.version, rev: m.rev}})
+        SET ev += {event}
+"""
 
 
 # FalkorDB ignores `SET m.embedding = vecf32(...)` when the property already holds a vector
@@ -184,7 +194,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries, AnalyticsQueries):
+class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str) -> None:
@@ -300,29 +310,37 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         expected_version: int,
         dedup_key: str | None = None,
         embedding: list[float] | None = None,
+        *,
+        expected_rev: int | None = None,
+        event: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
-        """Apply `props` if the memory still has `expected_version`; None when it changed or vanished.
+        """Apply `props` if the memory still has `expected_version` (and `expected_rev`: nothing,
+        not even a job, changed it since it was read); None when it changed or vanished.
 
         A `None` value removes the property. When `dedup_key` is given it is set unless another
-        memory already holds it (then the memory simply stops being a dedup target).
+        memory already holds it (then the memory simply stops being a dedup target). `event` is
+        the history event recorded with the change.
         """
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
-        WHERE m.state <> 'deleted' AND m.version = $version
+        WHERE m.state <> 'deleted' AND m.version = $version AND ($rev IS NULL OR m.rev = $rev)
         OPTIONAL MATCH (d:Memory {{dedup_key: $dedup_key}}) WHERE d.id <> $id
         WITH m, count(d) AS taken
         SET m += $props, m.version = m.version + 1, m.rev = m.rev + 1
         FOREACH (_ IN CASE WHEN $dedup_key IS NULL THEN [] ELSE [1] END |
             SET m.dedup_key = CASE WHEN taken = 0 THEN $dedup_key ELSE null END)
         {_REPLACE_EMBEDDING.format(when="$embedding IS NOT NULL", value="$embedding")}
+        {_RECORD_EVENT.format(event="$event")}
         RETURN {_PROJECTION}
         """
         params = {
             "id": memory_id,
             "version": expected_version,
+            "rev": expected_rev,
             "props": props,
             "dedup_key": dedup_key,
             "embedding": vector32(embedding),
+            "event": event or {"event": "modified"},
         }
         rows = self._query(cypher, params).result_set
         return _doc(rows[0]) if rows else None
@@ -332,20 +350,30 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         memory_id: str,
         deleted_at: str,
         expected_version: int | None = None,
+        event: dict[str, Any] | None = None,
     ) -> dict[str, Any] | None:
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
         WHERE m.state <> 'deleted' AND ($version IS NULL OR m.version = $version)
+        WITH m, m.state AS was
         SET m.state = 'deleted', m.deleted_at = $now, m.dedup_key = null,
             m.version = m.version + 1, m.rev = m.rev + 1
+        {_RECORD_EVENT.format(event="$event")}
+        SET ev.changes = '{{"state": {{"old": "' + was + '", "new": "deleted"}}}}'
         RETURN {_PROJECTION}
         """
-        rows = self._query(
-            cypher, {"id": memory_id, "now": deleted_at, "version": expected_version}
-        ).result_set
+        params = {
+            "id": memory_id,
+            "now": deleted_at,
+            "version": expected_version,
+            "event": event or {"event": "deleted", "at": deleted_at},
+        }
+        rows = self._query(cypher, params).result_set
         return _doc(rows[0]) if rows else None
 
-    def recover(self, memory_id: str, deleted_since: str) -> dict[str, Any] | None:
+    def recover(
+        self, memory_id: str, deleted_since: str, event: dict[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         """Undo a soft delete made at or after `deleted_since`; the memory becomes a dedup target
         again unless an active memory with the same content took that role meanwhile."""
         cypher = f"""
@@ -355,9 +383,12 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         WITH m, count(d) AS taken
         SET m.state = 'active', m.deleted_at = null, m.version = m.version + 1, m.rev = m.rev + 1,
             m.dedup_key = CASE WHEN taken = 0 THEN m.tenant + ':' + m.content_hash ELSE null END
+        {_RECORD_EVENT.format(event="$event")}
+        SET ev.changes = '{{"state": {{"old": "deleted", "new": "active"}}}}'
         RETURN {_PROJECTION}
         """
-        rows = self._query(cypher, {"id": memory_id, "since": deleted_since}).result_set
+        params = {"id": memory_id, "since": deleted_since, "event": event or {"event": "recovered"}}
+        rows = self._query(cypher, params).result_set
         return _doc(rows[0]) if rows else None
 
     def deleted_before(self, before: str, limit: int) -> list[str]:
@@ -368,17 +399,34 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         """
         return [row[0] for row in self._ro(cypher, {"before": before, "limit": limit})]
 
-    def purge_many(self, ids: Sequence[str]) -> int:
-        """Remove deleted memories and their edges for good."""
-        cypher = "MATCH (m:Memory) WHERE m.id IN $ids AND m.state = 'deleted' DETACH DELETE m"
-        return int(self._query(cypher, {"ids": list(ids)}).nodes_deleted)
+    # Purging removes the memory, its edges and its history events (they hold its old contents),
+    # and leaves a tombstone event without content until history retention prunes it.
+    _PURGE = """
+        WITH m
+        OPTIONAL MATCH (old:MemoryEvent {memory_id: m.id})
+        WITH m, collect(old) AS olds
+        FOREACH (o IN olds | DELETE o)
+        WITH m
+        CREATE (ev:MemoryEvent {memory_id: m.id, tenant: m.tenant, version: m.version, rev: m.rev + 1})
+        SET ev += $event
+        DETACH DELETE m
+        RETURN count(ev)
+    """
 
-    def purge(self, memory_id: str) -> bool:
-        result = self._query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory_id})
-        return int(result.nodes_deleted) > 0
+    def purge_many(self, ids: Sequence[str], event: dict[str, Any]) -> int:
+        """Remove deleted memories, their edges and history for good (a tombstone event stays)."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids AND m.state = 'deleted'" + self._PURGE
+        rows = self._query(cypher, {"ids": list(ids), "event": event}).result_set
+        return int(rows[0][0]) if rows else 0
+
+    def purge(self, memory_id: str, event: dict[str, Any]) -> bool:
+        cypher = "MATCH (m:Memory {id: $id})" + self._PURGE
+        rows = self._query(cypher, {"id": memory_id, "event": event}).result_set
+        return bool(rows and rows[0][0])
 
     def set_embeddings(self, rows: Sequence[dict[str, Any]]) -> list[str]:
-        """Store embeddings computed for a content hash; rows whose content changed since are skipped.
+        """Store embeddings computed for a content hash; rows whose content changed since are
+        skipped, and so is a memory the client gave its own vector for this content meanwhile.
 
         Each row: {"id", "hash", "vector", "model", "at"}. Returns the ids that were written.
         """
@@ -387,6 +435,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         UNWIND $rows AS r
         MATCH (m:Memory {id: r.id})
         WHERE m.content_hash = r.hash AND m.state <> 'deleted'
+          AND NOT (coalesce(m.embedding_model, '') = 'client' AND m.embedding_hash = m.content_hash)
         SET m.embedding_hash = r.hash, m.embedding_model = r.model, m.embedded_at = r.at, m.rev = m.rev + 1
         WITH m, r
         """
@@ -476,15 +525,19 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         rows = self._ro(cypher, params)
         return (int(rows[0][0]), list(rows[0][1])) if rows else (0, [])
 
-    def soft_delete_many(self, ids: Sequence[str], deleted_at: str) -> list[str]:
+    def soft_delete_many(self, ids: Sequence[str], deleted_at: str, event: dict[str, Any]) -> list[str]:
         """Soft-delete the active memories among `ids` (as DELETE /memory/<id> does, one write)."""
-        cypher = """
+        cypher = f"""
         MATCH (m:Memory) WHERE m.id IN $ids AND m.state <> 'deleted'
+        WITH m, m.state AS was
         SET m.state = 'deleted', m.deleted_at = $now, m.dedup_key = null,
             m.version = m.version + 1, m.rev = m.rev + 1
+        {_RECORD_EVENT.format(event="$event")}
+        SET ev.changes = '{{"state": {{"old": "' + was + '", "new": "deleted"}}}}'
         RETURN m.id
         """
-        return [row[0] for row in self._query(cypher, {"ids": list(ids), "now": deleted_at}).result_set]
+        params = {"ids": list(ids), "now": deleted_at, "event": event}
+        return [row[0] for row in self._query(cypher, params).result_set]
 
     def tag_counts(self, prefix: str | None, tenant: str) -> list[tuple[str, int]]:
         """Every tag prefix at or below `prefix` with the number of active memories under it."""
@@ -572,23 +625,29 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit, "version": version})]
 
     def apply_enrichment(
-        self, memory_id: str, expected_version: int, props: dict[str, Any], entities: Sequence[dict[str, Any]]
+        self,
+        memory_id: str,
+        expected_version: int,
+        props: dict[str, Any],
+        entities: Sequence[dict[str, Any]],
+        event: dict[str, Any] | None = None,
     ) -> bool:
         """Write an enrichment if the client has not changed the memory since it was read.
 
         `props` are set on the node (rev bumps, version does not: enrichment is not a client
         change); MENTIONS edges are replaced by edges to `entities` ({key, tenant, kind, slug,
-        name}), whose `:Entity` nodes are merged by key."""
-        cypher = """
-        MATCH (m:Memory {id: $id})
+        name}), whose `:Entity` nodes are merged by key. `event` is recorded in the history."""
+        cypher = f"""
+        MATCH (m:Memory {{id: $id}})
         WHERE m.version = $version AND m.state = 'active'
         SET m += $props, m.rev = m.rev + 1
+        {_RECORD_EVENT.format(event="$event")}
         WITH m
         OPTIONAL MATCH (m)-[old:MENTIONS]->(:Entity)
         WITH m, collect(old) AS olds
         FOREACH (r IN olds | DELETE r)
         FOREACH (ent IN $entities |
-            MERGE (e:Entity {key: ent.key})
+            MERGE (e:Entity {{key: ent.key}})
             ON CREATE SET e.tenant = ent.tenant, e.kind = ent.kind, e.slug = ent.slug, e.name = ent.name,
                           e.created_at = $now
             MERGE (m)-[r:MENTIONS]->(e)
@@ -601,18 +660,33 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
             "props": props,
             "entities": list(entities),
             "now": props.get("enriched_at"),
+            "event": event or {"event": "enriched", "at": props.get("enriched_at")},
         }
         return bool(self._query(cypher, params).result_set)
 
-    def set_llm_type(self, memory_id: str, expected_version: int, mtype: str, confidence: float) -> bool:
+    def set_llm_type(
+        self,
+        memory_id: str,
+        expected_version: int,
+        mtype: str,
+        confidence: float,
+        event: dict[str, Any] | None = None,
+    ) -> bool:
         """Land an LLM classification unless the client changed the memory or set a type since."""
-        cypher = """
-        MATCH (m:Memory {id: $id})
+        cypher = f"""
+        MATCH (m:Memory {{id: $id}})
         WHERE m.version = $version AND m.state <> 'deleted' AND m.classification <> 'explicit'
         SET m.type = $type, m.confidence = $confidence, m.classification = 'llm', m.rev = m.rev + 1
+        {_RECORD_EVENT.format(event="$event")}
         RETURN m.id
         """
-        params = {"id": memory_id, "version": expected_version, "type": mtype, "confidence": confidence}
+        params = {
+            "id": memory_id,
+            "version": expected_version,
+            "type": mtype,
+            "confidence": confidence,
+            "event": event or {"event": "classified"},
+        }
         return bool(self._query(cypher, params).result_set)
 
     def sequence_position(self, doc: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -899,14 +973,18 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries):
         return [{**_doc(row[:-1]), "hops": row[-1]} for row in rows]
 
     def touch(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Record accesses {id, at, n}: the newest last_accessed wins, access_count grows by n;
-        no version or rev bump (reading a memory does not change it)."""
+        """Record accesses {id, at, n, version}: the newest last_accessed wins, access_count grows
+        by n; no version or rev bump (reading a memory does not change it). An access seen at a
+        version older than a client's explicit `last_accessed` change does not move it (the
+        client's value is newer); `version` None (an old log entry) skips that check."""
         cypher = """
         UNWIND $rows AS r
         MATCH (m:Memory {id: r.id})
         SET m.access_count = coalesce(m.access_count, 0) + r.n,
-            m.last_accessed = CASE WHEN coalesce(m.last_accessed, '') < r.at
-                                   THEN r.at ELSE m.last_accessed END
+            m.last_accessed = CASE
+                WHEN coalesce(m.last_accessed, '') < r.at
+                     AND (r.version IS NULL OR r.version >= coalesce(m.last_accessed_version, 0))
+                THEN r.at ELSE m.last_accessed END
         RETURN count(m)
         """
         result = self._query(cypher, {"rows": list(rows)}).result_set

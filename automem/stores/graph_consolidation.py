@@ -121,9 +121,10 @@ class ConsolidationQueries:
         return [row[0] for row in self._query(cypher, {"rows": list(rows), "at": at}).result_set]
 
     def archive_memories(self, rows: Sequence[dict[str, Any]], at: str) -> list[str]:
-        """Rows {id, version, score}: archive memories still active at that version. Bumps `rev`
-        (state is in the vector payload) but not `version`; releases the dedup key so storing the
-        same content again creates a new active memory. Returns the ids archived."""
+        """Rows {id, version, score, event}: archive memories still active at that version. Bumps
+        `rev` (state is in the vector payload) but not `version`; releases the dedup key so storing
+        the same content again creates a new active memory; records the row's history event.
+        Returns the ids archived."""
         if not rows:
             return []
         cypher = """
@@ -132,6 +133,8 @@ class ConsolidationQueries:
         WHERE m.state = 'active' AND m.version = r.version
         SET m.state = 'archived', m.archived_at = $at, m.dedup_key = null, m.rev = m.rev + 1,
             m.relevance_score = r.score, m.relevance_at = $at
+        CREATE (ev:MemoryEvent {memory_id: m.id, tenant: m.tenant, version: m.version, rev: m.rev})
+        SET ev += r.event
         RETURN m.id
         """
         return [row[0] for row in self._query(cypher, {"rows": list(rows), "at": at}).result_set]

@@ -179,11 +179,19 @@ class JobQueue:
         embed, enrich = pipe.execute()
         return {"embed": int(embed), "enrich": int(enrich)}
 
-    def enqueue_access(self, memory_ids: Sequence[str], at: str) -> None:
-        """Log recalled ids and make sure one flush job is pending: a recall costs two cheap Redis
-        commands, and the worker applies many accesses in one graph write."""
+    def enqueue_access(
+        self, memory_ids: Sequence[str], at: str, versions: Sequence[int | None] | None = None
+    ) -> None:
+        """Log recalled ids (with the version recall saw) and make sure one flush job is pending:
+        a recall costs two cheap Redis commands, and the worker applies many accesses in one
+        graph write."""
+        seen = versions if versions is not None else [None] * len(memory_ids)
+        entries = [
+            f"{memory_id}|{at}" + ("" if v is None else f"|{int(v)}")
+            for memory_id, v in zip(memory_ids, seen, strict=True)
+        ]
         pipe = self.connection.pipeline(transaction=False)
-        pipe.rpush(ACCESS_LOG, *(f"{memory_id}|{at}" for memory_id in memory_ids))
+        pipe.rpush(ACCESS_LOG, *entries)
         pipe.set(ACCESS_FLUSH_PENDING, "1", nx=True, ex=300)
         _, claimed = pipe.execute()
         if claimed:
@@ -191,13 +199,38 @@ class JobQueue:
                 "enrichment.jobs.flush_access", job_id="access-flush", result_ttl=0, failure_ttl=3600
             )
 
-    def take_access_log(self, batch: int) -> list[tuple[str, str]]:
-        """Pop up to `batch` logged accesses as (memory_id, at); releases the flush claim first so
-        accesses logged meanwhile schedule the next flush."""
+    def take_access_log(self, batch: int) -> list[tuple[str, str, int | None]]:
+        """Pop up to `batch` logged accesses as (memory_id, at, version seen or None); releases
+        the flush claim first so accesses logged meanwhile schedule the next flush."""
         self.connection.delete(ACCESS_FLUSH_PENDING)
         raw = self.connection.lpop(ACCESS_LOG, batch) or []
-        entries = [item.decode() if isinstance(item, bytes) else str(item) for item in raw]
-        return [tuple(entry.split("|", 1)) for entry in entries if "|" in entry]  # type: ignore[misc]
+        out: list[tuple[str, str, int | None]] = []
+        for item in raw:
+            parts = (item.decode() if isinstance(item, bytes) else str(item)).split("|")
+            if len(parts) >= 2:
+                version = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+                out.append((parts[0], parts[1], version))
+        return out
+
+    def clear(self) -> int:
+        """Drop waiting, scheduled, deferred, failed and finished jobs of every queue and the
+        access log (a restore replacing the store: this work is about memories that are gone).
+        Jobs already running finish; their writes are guarded like any job's. Returns jobs dropped."""
+        dropped = 0
+        for queue in self.queues.values():
+            dropped += queue.count
+            queue.empty()
+            for registry in (
+                queue.scheduled_job_registry,
+                queue.deferred_job_registry,
+                queue.failed_job_registry,
+                queue.finished_job_registry,
+            ):
+                for job_id in registry.get_job_ids():
+                    registry.remove(job_id, delete_job=True)
+                    dropped += 1
+        self.connection.delete(ACCESS_LOG, ACCESS_FLUSH_PENDING)
+        return dropped
 
     def depths(self) -> dict[str, int]:
         """Jobs waiting per queue, plus memories waiting in the intake (`intake_embed`,

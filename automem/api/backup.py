@@ -1,0 +1,54 @@
+"""Backup and restore (admin): GET /backup streams an archive, POST /admin/restore rebuilds a
+store from one. The archive format is described in `automem.backup`, the restore in
+`automem.restore`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flask import Blueprint, Response, request, stream_with_context
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from automem.api import respond, services
+from automem.auth import require_admin
+from automem.backup import CHUNK, MEDIA_TYPE, archive_records, backup_header, gzip_lines
+from automem.errors import PayloadTooLarge
+from automem.models import RestoreQuery, parse
+from automem.restore import restore_archive
+
+bp = Blueprint("backup", __name__)
+
+
+@bp.get("/backup")
+@require_admin
+def backup() -> tuple[Response, int]:
+    """One gzip'd JSON-lines archive of graph and vectors, streamed as it is read."""
+    svc = services()
+    header = backup_header(svc)  # an unreachable store fails here, before the 200
+    name = "automem-backup-" + header["created_at"][:19].replace(":", "").replace("-", "") + ".jsonl.gz"
+    body = stream_with_context(gzip_lines(archive_records(svc, header)))
+    response = Response(body, mimetype=MEDIA_TYPE)
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response, 200
+
+
+@bp.post("/admin/restore")
+@require_admin
+def restore() -> tuple[Response, int]:
+    """The request body is the archive (any content type); it may exceed the normal body limit up
+    to AUTOMEM_RESTORE_MAX_BYTES."""
+    svc = services()
+    query = parse(RestoreQuery, dict(request.args), svc.settings)
+    request.max_content_length = svc.settings.restore_max_bytes
+    chunks = _body_chunks(svc.settings.restore_max_bytes)
+    return respond(restore_archive(svc, chunks, query.mode, query.vectors))
+
+
+def _body_chunks(limit: int) -> Iterator[bytes]:
+    try:
+        while chunk := request.stream.read(CHUNK):
+            yield chunk
+    except RequestEntityTooLarge as exc:
+        raise PayloadTooLarge(
+            f"the archive exceeds AUTOMEM_RESTORE_MAX_BYTES ({limit} bytes)", field="body"
+        ) from exc
