@@ -23,6 +23,7 @@ from automem.classify import EXPLICIT_TYPE_CONFIDENCE, classify
 from automem.embedding import EmbeddingProvider
 from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from automem.history import SYSTEM, Change, diff
+from automem.listing import listed_docs, tag_filter
 from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
@@ -355,14 +356,16 @@ class MemoryService:
 
     def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         tags = self._selection_tags(query)
-        docs = self.graph.by_tag(
-            tags,
-            tenant=tenant,
-            mode=query.tag_mode,
-            match=query.tag_match,
-            limit=query.limit + 1,
-            offset=query.offset,
-        )
+        docs = self._by_tag_from_index(query, tags, tenant)
+        if docs is None:
+            docs = self.graph.by_tag(
+                tags,
+                tenant=tenant,
+                mode=query.tag_mode,
+                match=query.tag_match,
+                limit=query.limit + 1,
+                offset=query.offset,
+            )
         has_more = len(docs) > query.limit
         items = [_listing_item(doc) for doc in docs[: query.limit]]
         return {
@@ -377,6 +380,18 @@ class MemoryService:
             "memories": items,
             "results": items,
         }
+
+    def _by_tag_from_index(
+        self, query: ByTagQuery, tags: list[str], tenant: str
+    ) -> list[dict[str, Any]] | None:
+        """The page from the vector store's importance index when its payloads are current
+        (see `automem.listing`); None sends the caller to the graph."""
+        store = self.sync.vectors
+        if store is None or self.sync.backlog() != 0:
+            return None
+        flt = tag_filter(tenant, tags, query.tag_mode, query.tag_match)
+        docs = listed_docs(self.graph, store, flt, "importance", query.offset + query.limit + 1)
+        return None if docs is None else docs[query.offset :]
 
     def tag_tree(self, prefix: str | None, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         canonical = canonical_prefix(prefix) if prefix else None

@@ -221,28 +221,31 @@ def test_sync_client_errors(base_url: str) -> None:  # noqa: F811
         assert anonymous.health().status == "healthy"
 
 
-def test_sync_client_routes_owned_by_other_features(base_url: str, tmp_path: Path) -> None:  # noqa: F811
-    """History, backup/restore and metrics: typed when the server implements them, else a 501
-    raised as NotImplementedByServer (and not retried)."""
+def test_sync_client_history_backup_and_restore(base_url: str, tmp_path: Path) -> None:  # noqa: F811
     with AutomemClient(base_url, API_TOKEN, admin_token=ADMIN_TOKEN) as mem:
         memory_id = mem.store("A memory with a history", tags=["h"]).memory_id
-        if pending("GET", "/memory/<memory_id>/history"):
-            with pytest.raises(NotImplementedByServer) as not_yet:
-                mem.history(memory_id)
-            assert (not_yet.value.status, not_yet.value.code) == (501, "not_implemented")
-        else:
-            assert isinstance(mem.history(memory_id), HistoryResponse)
-        archive = tmp_path / "backup.tar.gz"
-        if pending("GET", "/backup"):
-            with pytest.raises(NotImplementedByServer):
-                mem.backup(archive)
-        else:
-            assert mem.backup(archive) > 0
-        if pending("POST", "/admin/restore"):
-            with pytest.raises(NotImplementedByServer):
-                mem.restore(b"not an archive")
-        else:
-            assert isinstance(mem.restore(archive), RestoreResult)
+        mem.update(memory_id, tags=["h", "edited"], reason="tidy the tags")
+        mem.delete(memory_id, reason="obsolete")
+        mem.recover(memory_id, reason="needed after all")
+        newest = mem.history(memory_id, limit=2)
+        assert [(e.event, e.reason) for e in newest.events] == [
+            ("recovered", "needed after all"),
+            ("deleted", "obsolete"),
+        ]
+        older = mem.history(memory_id, before=newest.model_extra["next_before"])
+        assert [e.event for e in older.events] == ["modified", "created"]
+        assert older.events[0].reason == "tidy the tags"
+
+        archive = tmp_path / "backup.jsonl.gz"
+        assert mem.backup(archive) > 0
+        with pytest.raises(ApiError) as refused:
+            mem.restore(archive)  # the store is not empty
+        assert (refused.value.status, refused.value.code) == (409, "store_not_empty")
+        restored = mem.restore(archive, mode="replace")
+        assert isinstance(restored, RestoreResult)
+        assert restored.model_extra["restored"]["memories"] == 1
+        assert mem.get(memory_id).tags == ["h", "edited"]
+        assert [e.event for e in mem.history(memory_id).events][:2] == ["recovered", "deleted"]
         if pending("GET", "/metrics"):
             with pytest.raises(NotImplementedByServer):
                 mem.metrics()
@@ -274,11 +277,7 @@ def test_async_client_against_the_real_app(base_url: str, jobs: Any) -> None:  #
                     await call
                 except ApiError as exc:
                     out.setdefault("errors", []).append((type(exc), exc.status, exc.field))
-            try:
-                await mem.history(first.memory_id)
-                out["history"] = "implemented"
-            except NotImplementedByServer:
-                out["history"] = 501
+            out["history"] = await mem.history(first.memory_id)
             return out
 
     out = asyncio.run(scenario())
@@ -297,4 +296,4 @@ def test_async_client_against_the_real_app(base_url: str, jobs: Any) -> None:  #
         (BadRequestError, 400, "content"),
         (BadRequestError, 400, "id"),
     ]
-    assert out["history"] == (501 if pending("GET", "/memory/<memory_id>/history") else "implemented")
+    assert [e.event for e in out["history"].events] == ["modified", "enriched", "created"]

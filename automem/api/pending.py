@@ -12,9 +12,7 @@ from automem.errors import NotImplementedFeature
 
 bp = Blueprint("pending", __name__)
 
-NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (
-    ("GET", "/metrics"),
-)
+NOT_IMPLEMENTED: tuple[tuple[str, str], ...] = (("GET", "/metrics"),)
 
 
 def _not_implemented(**_: str) -> Response:

@@ -45,6 +45,8 @@ Time = str | datetime
 MemoryType = Literal["Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context"]
 TagMode = Literal["any", "all"]
 TagMatch = Literal["prefix", "exact"]
+RestoreMode = Literal["empty", "replace"]
+RestoreVectors = Literal["archive", "graph"]
 
 
 class MemoryFields(TypedDict, total=False):
@@ -87,6 +89,7 @@ class UpdateFields(TypedDict, total=False):
     last_accessed: Time
     embedding: list[float]
     if_version: int
+    reason: str
 
 
 class RecallParams(TypedDict, total=False):
@@ -171,17 +174,19 @@ def update(memory_id: str, fields: UpdateFields, idempotency_key: str | None) ->
     )
 
 
-def delete(memory_id: str, if_version: int | None, hard: bool) -> Call[DeleteResult]:
-    params = query({"if_version": if_version, "hard": True if hard else None})
+def delete(memory_id: str, if_version: int | None, hard: bool, reason: str | None) -> Call[DeleteResult]:
+    params = query({"if_version": if_version, "hard": True if hard else None, "reason": reason})
     return Call("DELETE", f"/memory/{memory_id}", model(DeleteResult), params=params, admin=hard)
 
 
-def recover(memory_id: str) -> Call[RecoverResult]:
-    return Call("POST", f"/memory/{memory_id}/recover", model(RecoverResult))
+def recover(memory_id: str, reason: str | None) -> Call[RecoverResult]:
+    params = query({"reason": reason})
+    return Call("POST", f"/memory/{memory_id}/recover", model(RecoverResult), params=params)
 
 
-def history(memory_id: str) -> Call[HistoryResponse]:
-    return Call("GET", f"/memory/{memory_id}/history", model(HistoryResponse))
+def history(memory_id: str, limit: int, before: int | None) -> Call[HistoryResponse]:
+    params = query({"limit": limit, "before": before})
+    return Call("GET", f"/memory/{memory_id}/history", model(HistoryResponse), params=params)
 
 
 # --- tags and recall ------------------------------------------------------------------------------
@@ -201,9 +206,9 @@ def by_tag(
 
 
 def delete_by_tag(
-    tags: Sequence[str] | str, tag_mode: TagMode, tag_match: TagMatch, confirm: str | None
+    tags: Sequence[str] | str, tag_mode: TagMode, tag_match: TagMatch, confirm: str | None, reason: str | None
 ) -> Call[DeleteByTagResult]:
-    params = query({**_tag_params(tags, tag_mode, tag_match), "confirm": confirm})
+    params = query({**_tag_params(tags, tag_mode, tag_match), "confirm": confirm, "reason": reason})
     return Call("DELETE", "/memory/by-tag", model(DeleteByTagResult), params=params, admin=True)
 
 
@@ -313,13 +318,14 @@ def backup() -> Call[None]:
     )
 
 
-def restore(archive: bytes, params: dict[str, Any]) -> Call[RestoreResult]:
+def restore(archive: bytes, mode: RestoreMode, vectors: RestoreVectors) -> Call[RestoreResult]:
+    params = query({"mode": mode, "vectors": vectors})
     return Call(
         "POST",
         "/admin/restore",
         model(RestoreResult),
         content=archive,
-        params=query(params),
+        params=params,
         headers={"Content-Type": "application/gzip"},
         admin=True,
     )

@@ -16,6 +16,8 @@ from automem.client._calls import (
     MemoryFields,
     NewMemory,
     RecallParams,
+    RestoreMode,
+    RestoreVectors,
     TagMatch,
     TagMode,
     UpdateFields,
@@ -156,16 +158,18 @@ class AsyncAutomemClient(Base):
         return (await self._run(calls.update(memory_id, fields, idempotency_key))).memory
 
     async def delete(
-        self, memory_id: str, *, if_version: int | None = None, hard: bool = False
+        self, memory_id: str, *, if_version: int | None = None, hard: bool = False, reason: str | None = None
     ) -> DeleteResult:
-        """Soft delete (recoverable for RETENTION_DAYS); `hard=True` purges now (admin token)."""
-        return await self._run(calls.delete(memory_id, if_version, hard))
+        """Soft delete (recoverable for RETENTION_DAYS); `hard=True` purges now (admin token);
+        `reason` is recorded in the memory's history."""
+        return await self._run(calls.delete(memory_id, if_version, hard, reason))
 
-    async def recover(self, memory_id: str) -> RecoverResult:
-        return await self._run(calls.recover(memory_id))
+    async def recover(self, memory_id: str, *, reason: str | None = None) -> RecoverResult:
+        return await self._run(calls.recover(memory_id, reason))
 
-    async def history(self, memory_id: str) -> HistoryResponse:
-        return await self._run(calls.history(memory_id))
+    async def history(self, memory_id: str, *, limit: int = 50, before: int | None = None) -> HistoryResponse:
+        """The audit trail, newest first; pass the last event's `rev` as `before` for the next page."""
+        return await self._run(calls.history(memory_id, limit, before))
 
     # --- tags and recall ----------------------------------------------------------------------
     async def recall(self, query: str | None = None, **params: Unpack[RecallParams]) -> RecallResponse:
@@ -189,9 +193,10 @@ class AsyncAutomemClient(Base):
         tag_mode: TagMode = "any",
         tag_match: TagMatch = "prefix",
         confirm: str | None = None,
+        reason: str | None = None,
     ) -> DeleteByTagResult:
         """Without `confirm`: a preview with a `confirm_token`; with it: the soft delete (admin)."""
-        return await self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm))
+        return await self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm, reason))
 
     async def tags(self, prefix: str | None = None) -> TagsResponse:
         return await self._run(calls.tags(prefix))
@@ -271,9 +276,16 @@ class AsyncAutomemClient(Base):
         finally:
             await response.aclose()
 
-    async def restore(self, archive: str | Path | bytes | BinaryIO, **params: Any) -> RestoreResult:
-        """POST /admin/restore with a backup archive; `params` are passed as query parameters."""
-        return await self._run(calls.restore(archive_bytes(archive), params))
+    async def restore(
+        self,
+        archive: str | Path | bytes | BinaryIO,
+        *,
+        mode: RestoreMode = "empty",
+        vectors: RestoreVectors = "archive",
+    ) -> RestoreResult:
+        """POST /admin/restore: rebuild the store from a backup archive. `mode="replace"` wipes a
+        store that holds memories first; `vectors="graph"` rebuilds the points from the graph."""
+        return await self._run(calls.restore(archive_bytes(archive), mode, vectors))
 
     async def metrics(self) -> str:
         return await self._run(calls.metrics())

@@ -16,6 +16,8 @@ from automem.client._calls import (
     MemoryFields,
     NewMemory,
     RecallParams,
+    RestoreMode,
+    RestoreVectors,
     TagMatch,
     TagMode,
     UpdateFields,
@@ -156,15 +158,19 @@ class AutomemClient(Base):
         makes a concurrent change a ConflictError instead of a lost update."""
         return self._run(calls.update(memory_id, fields, idempotency_key)).memory
 
-    def delete(self, memory_id: str, *, if_version: int | None = None, hard: bool = False) -> DeleteResult:
-        """Soft delete (recoverable for RETENTION_DAYS); `hard=True` purges now (admin token)."""
-        return self._run(calls.delete(memory_id, if_version, hard))
+    def delete(
+        self, memory_id: str, *, if_version: int | None = None, hard: bool = False, reason: str | None = None
+    ) -> DeleteResult:
+        """Soft delete (recoverable for RETENTION_DAYS); `hard=True` purges now (admin token);
+        `reason` is recorded in the memory's history."""
+        return self._run(calls.delete(memory_id, if_version, hard, reason))
 
-    def recover(self, memory_id: str) -> RecoverResult:
-        return self._run(calls.recover(memory_id))
+    def recover(self, memory_id: str, *, reason: str | None = None) -> RecoverResult:
+        return self._run(calls.recover(memory_id, reason))
 
-    def history(self, memory_id: str) -> HistoryResponse:
-        return self._run(calls.history(memory_id))
+    def history(self, memory_id: str, *, limit: int = 50, before: int | None = None) -> HistoryResponse:
+        """The audit trail, newest first; pass the last event's `rev` as `before` for the next page."""
+        return self._run(calls.history(memory_id, limit, before))
 
     # --- tags and recall ----------------------------------------------------------------------
     def recall(self, query: str | None = None, **params: Unpack[RecallParams]) -> RecallResponse:
@@ -188,9 +194,10 @@ class AutomemClient(Base):
         tag_mode: TagMode = "any",
         tag_match: TagMatch = "prefix",
         confirm: str | None = None,
+        reason: str | None = None,
     ) -> DeleteByTagResult:
         """Without `confirm`: a preview with a `confirm_token`; with it: the soft delete (admin)."""
-        return self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm))
+        return self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm, reason))
 
     def tags(self, prefix: str | None = None) -> TagsResponse:
         return self._run(calls.tags(prefix))
@@ -270,9 +277,16 @@ class AutomemClient(Base):
         finally:
             response.close()
 
-    def restore(self, archive: str | Path | bytes | BinaryIO, **params: Any) -> RestoreResult:
-        """POST /admin/restore with a backup archive; `params` are passed as query parameters."""
-        return self._run(calls.restore(archive_bytes(archive), params))
+    def restore(
+        self,
+        archive: str | Path | bytes | BinaryIO,
+        *,
+        mode: RestoreMode = "empty",
+        vectors: RestoreVectors = "archive",
+    ) -> RestoreResult:
+        """POST /admin/restore: rebuild the store from a backup archive. `mode="replace"` wipes a
+        store that holds memories first; `vectors="graph"` rebuilds the points from the graph."""
+        return self._run(calls.restore(archive_bytes(archive), mode, vectors))
 
     def metrics(self) -> str:
         return self._run(calls.metrics())

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from automem.errors import InvalidInput
+from automem.listing import current_docs, listed_docs
 from automem.memories import DEFAULT_TENANT, content_hash, public_memory
 from automem.recall.expansion import expand
 from automem.recall.filters import RecallFilter
@@ -194,7 +195,11 @@ class RecallEngine:
 
     def _listing(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, fetch: int) -> None:
         order = "importance" if q.sort == "score" else q.sort
-        docs = self.svc.graph.list_memories(flt, order, fetch)
+        docs = None
+        if self.svc.vectors is not None and self.svc.sync.backlog() == 0:
+            docs = listed_docs(self.svc.graph, self.svc.vectors, flt.vector_filter(), order, fetch)
+        if docs is None:
+            docs = self.svc.graph.list_memories(flt, order, fetch)
         for doc in docs:
             pool.get(doc["id"]).doc = doc
 
@@ -243,14 +248,10 @@ class RecallEngine:
             return {}
         docs: dict[str, dict[str, Any]] = {}
         if self.svc.vectors is not None:
-            fresh = self.svc.graph.freshness(ids)
-            for record in self.svc.vectors.retrieve([i for i in ids if i in fresh]):
-                rev, last_accessed = fresh[record.id]
-                if _complete(record.payload) and int(record.payload.get("rev") or -1) == rev:
-                    docs[record.id] = {**record.payload, "id": record.id, "last_accessed": last_accessed}
-            ids = [i for i in ids if i in fresh and i not in docs]
-        if ids:
-            docs.update({d["id"]: d for d in self.svc.graph.get_memories(ids, view="recall")})
+            docs = current_docs(self.svc.graph, self.svc.vectors.retrieve(ids))
+        missing = [i for i in ids if i not in docs]
+        if missing:
+            docs.update({d["id"]: d for d in self.svc.graph.get_memories(missing, view="recall")})
         return docs
 
     def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
@@ -323,14 +324,6 @@ class RecallEngine:
             "timings_ms": timings,
             "query_time_ms": timings["total"],
         }
-
-
-# A payload written before these fields joined it cannot stand in for a graph read.
-_PAYLOAD_NEEDS = ("created_at", "enriched", "embedded", "tag_prefixes", "metadata")
-
-
-def _complete(payload: dict[str, Any]) -> bool:
-    return all(key in payload for key in _PAYLOAD_NEEDS)
 
 
 def context_prefixes(q: RecallQuery) -> list[str]:

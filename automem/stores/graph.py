@@ -889,13 +889,15 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             "time_desc": "m.timestamp DESC, m.id",
             "time_asc": "m.timestamp ASC, m.id",
         }[order]
-        head = "MATCH (m:Memory)"
+        match = f"MATCH (m:Memory) WHERE {where}"
         if scoped:
-            # Start from the tag index rather than scanning every memory. (The tag condition is
-            # not repeated after WITH: FalkorDB then evaluates `any(t IN $f_tags ...)` to false.)
+            # Start from the tag index rather than scanning every memory, and filter before the
+            # WITH: after `UNWIND ... WITH DISTINCT m`, FalkorDB evaluates list predicates over
+            # parameters wrongly (`any`/`none(t IN $list WHERE t IN m.tags)` come out false).
             params["f_scope"] = list(flt.tags)
-            head = f"UNWIND $f_scope AS ft MATCH (m:Memory) WHERE ft IN m.{flt.tag_field} WITH DISTINCT m"
-        cypher = f"{head} WHERE {where} RETURN {_PROJECTION} ORDER BY {order_by} LIMIT $limit"
+            match = f"UNWIND $f_scope AS ft MATCH (m:Memory) WHERE ft IN m.{flt.tag_field} AND {where}"
+            match += " WITH DISTINCT m"
+        cypher = f"{match} RETURN {_PROJECTION} ORDER BY {order_by} LIMIT $limit"
         return [_doc(row) for row in self._ro(cypher, {**params, "limit": limit})]
 
     def edges_of(

@@ -1,0 +1,113 @@
+"""Ordered listings (GET /memory/by-tag, recall without a query) from the vector store's
+payload indexes, confirmed against the graph.
+
+Sorting the matches in the graph makes FalkorDB read every matching node: 12 ms for a tag on 5k
+of 100k memories, 43 ms for one on 40k. The vector store walks its importance or timestamp
+index instead and stops after the page (~0.2 ms). The store orders by one field and leaves ties
+in any order, so the exact order (e.g. importance desc, timestamp desc, id asc) is rebuilt from
+the page's boundary: every point before the boundary value is already in the page, and the
+boundary's ties are listed by the next field, down to the id.
+
+The payloads answer only when they are the graph's state: the caller's vector store must have
+no handed-off writes waiting (`VectorSync.backlog() == 0`, so no change is missing from the
+index) and every listed memory's payload must carry the graph's `rev`. Otherwise the caller
+asks the graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from automem.stores.graph import GraphStore
+from automem.stores.vectors.base import (
+    PAYLOAD_INDEXES,
+    Condition,
+    Filter,
+    Match,
+    Range,
+    VectorRecord,
+    VectorStore,
+)
+
+Order = Literal["importance", "time_desc", "time_asc"]
+SortKey = tuple[str, bool]  # payload field, descending
+
+ORDERS: dict[str, tuple[SortKey, ...]] = {
+    "importance": (("importance", True), ("timestamp", True)),
+    "time_desc": (("timestamp", True),),
+    "time_asc": (("timestamp", False),),
+}
+# A payload written before these fields joined it cannot stand in for a graph read.
+PAYLOAD_NEEDS = ("created_at", "enriched", "embedded", "tag_prefixes", "metadata")
+
+
+def tag_filter(
+    tenant: str, tags: Sequence[str], mode: Literal["any", "all"], match: Literal["prefix", "exact"]
+) -> Filter:
+    """Active memories of the tenant carrying the tags (the by-tag selection)."""
+    field = "tag_prefixes" if match == "prefix" else "tags"
+    must: list[Condition] = [Match("tenant", (tenant,)), Match("state", ("active",))]
+    if mode == "any":
+        must.append(Match(field, tuple(tags)))
+    else:
+        must.extend(Match(field, (tag,)) for tag in tags)
+    return Filter(must=tuple(must))
+
+
+def top(store: VectorStore, flt: Filter, order: Order, count: int) -> list[VectorRecord]:
+    """The first `count` points matching `flt` in `order`, then by id: exactly."""
+    return _top(store, flt, ORDERS[order], count)
+
+
+def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -> list[VectorRecord]:
+    if count <= 0:
+        return []
+    if not keys:
+        records, _ = store.scroll(flt, limit=count)  # the stores scroll in id order
+        return records
+    (field, descending), rest = keys[0], keys[1:]
+    page = store.ordered(flt, field, descending, count)
+    if len(page) < count:  # every match is in the page
+        return sort_exactly(page, keys)
+    boundary = page[-1].payload[field]
+    before = [r for r in page if r.payload[field] != boundary]
+    kind: Literal["float", "datetime"] = "datetime" if PAYLOAD_INDEXES[field] == "datetime" else "float"
+    ties = Filter(must=(flt, Range(field, gte=boundary, lte=boundary, kind=kind)))
+    return sort_exactly(before, keys) + _top(store, ties, rest, count - len(before))
+
+
+def sort_exactly(records: Sequence[VectorRecord], keys: Sequence[SortKey]) -> list[VectorRecord]:
+    """Sorted by every key, then by id ascending (stable sorts, least significant first)."""
+    out = sorted(records, key=lambda r: r.id)
+    for field, descending in reversed(keys):
+        out.sort(key=lambda r, f=field: r.payload[f], reverse=descending)  # type: ignore[misc]
+    return out
+
+
+def current_docs(graph: GraphStore, records: Sequence[VectorRecord]) -> dict[str, dict[str, Any]]:
+    """The memories whose payload is the graph's current state, as docs (with the graph's
+    `last_accessed`, which accesses change without bumping `rev`); lagging ones are left out."""
+    if not records:
+        return {}
+    fresh = graph.freshness([r.id for r in records])
+    docs: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.id not in fresh or not all(key in record.payload for key in PAYLOAD_NEEDS):
+            continue
+        rev, last_accessed = fresh[record.id]
+        if int(record.payload.get("rev") or -1) == rev:
+            docs[record.id] = {**record.payload, "id": record.id, "last_accessed": last_accessed}
+    return docs
+
+
+def listed_docs(
+    graph: GraphStore, store: VectorStore, flt: Filter, order: Order, count: int
+) -> list[dict[str, Any]] | None:
+    """The first `count` memories of `flt` in `order`, read from current payloads; None when a
+    payload lags the graph (the caller then asks the graph)."""
+    records = top(store, flt, order, count)
+    docs = current_docs(graph, records)
+    if len(docs) != len(records):
+        return None
+    return [docs[r.id] for r in records]
