@@ -31,7 +31,6 @@ from automem.recall.query import RecallQuery
 from automem.relations import AUTHORABLE
 from automem.schemas import (
     HealthResponse,
-    HistoryResponse,
     Memory,
     RecallResponse,
     RestoreResult,
