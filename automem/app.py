@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from automem import ratelimit
+from automem import jsonio, ratelimit
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
 from automem.recall.engine import RecallEngine
@@ -38,7 +38,7 @@ def create_app(
     check_bind_allowed(settings)
     app = Flask("automem")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.json.sort_keys = False  # type: ignore[attr-defined]
+    jsonio.init_app(app)
     svc = services or build_services(settings, owner_of_vectors=True)
     app.extensions["automem"] = svc
     app.extensions["automem.recall"] = RecallEngine(svc)

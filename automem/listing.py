@@ -17,6 +17,7 @@ asks the graph.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from automem.stores.graph import GraphStore
@@ -29,6 +30,7 @@ from automem.stores.vectors.base import (
     VectorRecord,
     VectorStore,
 )
+from automem.timeutil import format_utc
 
 Order = Literal["importance", "time_desc", "time_asc"]
 SortKey = tuple[str, bool]  # payload field, descending
@@ -38,6 +40,7 @@ ORDERS: dict[str, tuple[SortKey, ...]] = {
     "time_desc": (("timestamp", True),),
     "time_asc": (("timestamp", False),),
 }
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # A payload written before these fields joined it cannot stand in for a graph read.
 PAYLOAD_NEEDS = ("created_at", "enriched", "embedded", "tag_prefixes", "metadata")
 
@@ -55,33 +58,41 @@ def tag_filter(
     return Filter(must=tuple(must))
 
 
-def top(store: VectorStore, flt: Filter, order: Order, count: int) -> list[VectorRecord]:
-    """The first `count` points matching `flt` in `order`, then by id: exactly."""
+def top_ids(store: VectorStore, flt: Filter, order: Order, count: int) -> list[str]:
+    """The ids of the first `count` points matching `flt` in `order`, then by id (membership is
+    exact; `sort_exactly` puts them in order once their payloads are read)."""
     return _top(store, flt, ORDERS[order], count)
 
 
-def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -> list[VectorRecord]:
+def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -> list[str]:
     if count <= 0:
         return []
     if not keys:
         records, _ = store.scroll(flt, limit=count)  # the stores scroll in id order
-        return records
+        return [r.id for r in records]
     (field, descending), rest = keys[0], keys[1:]
     page = store.ordered(flt, field, descending, count)
     if len(page) < count:  # every match is in the page
-        return sort_exactly(page, keys)
-    boundary = page[-1].payload[field]
-    before = [r for r in page if r.payload[field] != boundary]
-    kind: Literal["float", "datetime"] = "datetime" if PAYLOAD_INDEXES[field] == "datetime" else "float"
-    ties = Filter(must=(flt, Range(field, gte=boundary, lte=boundary, kind=kind)))
-    return sort_exactly(before, keys) + _top(store, ties, rest, count - len(before))
+        return [i for i, _ in page]
+    boundary = page[-1][1]
+    before = [i for i, value in page if value != boundary]
+    ties = Filter(must=(flt, _equal_to(field, boundary)))
+    return before + _top(store, ties, rest, count - len(before))
 
 
-def sort_exactly(records: Sequence[VectorRecord], keys: Sequence[SortKey]) -> list[VectorRecord]:
-    """Sorted by every key, then by id ascending (stable sorts, least significant first)."""
-    out = sorted(records, key=lambda r: r.id)
-    for field, descending in reversed(keys):
-        out.sort(key=lambda r, f=field: r.payload[f], reverse=descending)  # type: ignore[misc]
+def _equal_to(field: str, order_value: float) -> Range:
+    if PAYLOAD_INDEXES[field] == "datetime":  # order values of datetimes are epoch microseconds
+        moment = format_utc(_EPOCH + timedelta(microseconds=int(order_value)))
+        return Range(field, gte=moment, lte=moment, kind="datetime")
+    return Range(field, gte=order_value, lte=order_value)
+
+
+def sort_exactly(docs: Sequence[dict[str, Any]], order: Order) -> list[dict[str, Any]]:
+    """Sorted by the order's fields, then by id ascending (stable sorts, least significant first;
+    stored times share one format, so they sort as strings)."""
+    out = sorted(docs, key=lambda d: d["id"])
+    for field, descending in reversed(ORDERS[order]):
+        out.sort(key=lambda d, f=field: d[f], reverse=descending)  # type: ignore[misc]
     return out
 
 
@@ -106,8 +117,8 @@ def listed_docs(
 ) -> list[dict[str, Any]] | None:
     """The first `count` memories of `flt` in `order`, read from current payloads; None when a
     payload lags the graph (the caller then asks the graph)."""
-    records = top(store, flt, order, count)
-    docs = current_docs(graph, records)
-    if len(docs) != len(records):
+    ids = top_ids(store, flt, order, count)
+    docs = current_docs(graph, store.retrieve(ids))
+    if len(docs) != len(ids):
         return None
-    return [docs[r.id] for r in records]
+    return sort_exactly(list(docs.values()), order)

@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -397,18 +398,14 @@ def test_ordered_follows_a_float_or_datetime_index_and_the_filter(store: VectorS
             payload["timestamp"] = f"{day}T00:00:00.000000+00:00"
         points.append(point(n, [1, n, 0, 0], **payload))
     store.upsert(points)
-    assert [r.payload["importance"] for r in store.ordered(None, "importance", True, 10)] == [
-        0.9,
-        0.7,
-        0.5,
-        0.5,
-        0.2,
-    ]
-    assert [r.payload["importance"] for r in store.ordered(None, "importance", False, 2)] == [0.2, 0.5]
-    # A point without the field is left out of that order.
-    assert [r.id for r in store.ordered(None, "timestamp", True, 10)] == [uid(2), uid(4), uid(1), uid(3)]
+    assert [v for _, v in store.ordered(None, "importance", True, 10)] == [0.9, 0.7, 0.5, 0.5, 0.2]
+    assert [v for _, v in store.ordered(None, "importance", False, 2)] == [0.2, 0.5]
+    # A point without the field is left out; a datetime's order value is epoch microseconds.
+    newest = store.ordered(None, "timestamp", True, 10)
+    assert [i for i, _ in newest] == [uid(2), uid(4), uid(1), uid(3)]
+    assert newest[0][1] == datetime(2025, 1, 5, tzinfo=UTC).timestamp() * 1_000_000
     only_a = store.ordered(Filter(must=(Match("tags", ("a",)),)), "timestamp", False, 10)
-    assert [r.id for r in only_a] == [uid(3), uid(1)]
+    assert [i for i, _ in only_a] == [uid(3), uid(1)]
     assert store.ordered(None, "importance", True, 0) == []
 
 

@@ -170,10 +170,11 @@ class VectorStore(abc.ABC):
         """One page of points in id order and the offset of the next page (None at the end)."""
 
     @abc.abstractmethod
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
-        """Up to `limit` points matching `flt`, with payloads, in the order of payload field `key`
-        (one with a float or datetime index); points lacking the field are left out. The order
-        among points with equal values is unspecified."""
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
+        """(id, order value) of up to `limit` points matching `flt`, in the order of payload
+        field `key` (one with a float or datetime index; a datetime's order value is its epoch
+        time in microseconds). Points lacking the field are left out; the order among equal
+        values is unspecified. No payloads: reading them costs far more than the ordered walk."""
 
     @abc.abstractmethod
     def drop(self) -> None:

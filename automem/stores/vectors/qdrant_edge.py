@@ -296,7 +296,7 @@ class EdgeVectorStore(VectorStore):
         page = [_record(r, with_vectors) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
         direction = qe.Direction.Desc if descending else qe.Direction.Asc
         with self._lock:
             shard = self._open_existing()
@@ -305,11 +305,11 @@ class EdgeVectorStore(VectorStore):
             request = qe.ScrollRequest(
                 limit=limit,
                 filter=_filter(flt),
-                with_payload=True,
+                with_payload=False,
                 order_by=qe.OrderBy(key=key, direction=direction),
             )
             records, _ = shard.scroll(request)
-        return [_record(r, False) for r in records]
+        return [(str(r.id), float(r.order_value or 0)) for r in records]
 
 
 # --- rev guard ------------------------------------------------------------------------------------

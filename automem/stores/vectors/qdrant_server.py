@@ -319,7 +319,7 @@ class QdrantVectorStore(VectorStore):
         page_records = [_record(r, with_vectors) for r in records]
         return page_records, (str(next_offset) if next_offset is not None else None)
 
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[VectorRecord]:
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
         if limit <= 0:
             return []
         direction = qm.Direction.DESC if descending else qm.Direction.ASC
@@ -329,11 +329,11 @@ class QdrantVectorStore(VectorStore):
                 self.collection,
                 scroll_filter=_filter(flt),
                 limit=limit,
-                with_payload=True,
+                with_payload=False,
                 order_by=qm.OrderBy(key=key, direction=direction),
             ),
         )
-        return [] if page is None else [_record(r, False) for r in page[0]]
+        return [] if page is None else [(str(r.id), float(r.order_value or 0)) for r in page[0]]
 
 
 # --- rev guard ------------------------------------------------------------------------------------
