@@ -312,6 +312,16 @@ class Settings(BaseSettings):
         "recall",
         "A recall channel slower than this is dropped from the answer (reported in `degraded`).",
     )
+    recall_exact_search_limit: int = _setting(
+        20_000,
+        "RECALL_EXACT_SEARCH_LIMIT",
+        "recall",
+        "Embedded mode: up to this many vectors the vector channel searches the Qdrant Edge shard "
+        "exhaustively (exact, every filter in the query); above it the graph's HNSW index answers "
+        "and the filters are applied to its nearest candidates, because an Edge shard cannot build "
+        "its own HNSW index without pausing the process that owns it. A filter that leaves too few "
+        "candidates falls back to the exact search. 0: always exact.",
+    )
 
     # --- jobs ---------------------------------------------------------------------------------
     job_retry_intervals: str = _setting(

@@ -356,3 +356,48 @@ def test_time_sorted_search_picks_the_newest_matches_not_the_best(api: Api, jobs
     jobs()
     body = recall(api, query="kafka consumer lag", tags=["ops"], sort="time_desc", limit=3)
     assert [r["id"] for r in body["results"]] == [ids[14], ids[13], ids[12]]
+
+
+def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
+    api: Api, services: Services, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above RECALL_EXACT_SEARCH_LIMIT the vector channel asks the graph's HNSW index (on four
+    memories it is exact), with the same scores; a narrow filter falls back to the exact search."""
+    from automem.recall.filters import RecallFilter
+    from automem.timeutil import now_iso
+
+    assert services.vectors is not None
+    query = services.embedder.embed_one("database transactions")
+    flt = RecallFilter.build(
+        tenant="default",
+        now=now_iso(),
+        tags=[],
+        tag_mode="any",
+        tag_match="prefix",
+        exclude_tags=["style"],
+        types=[],
+        window=None,
+        state_mode="current",
+    )
+    exact = services.vectors.search(list(query), 10, flt.vector_filter(), with_payload=False)
+    graph = services.graph.nearest(list(query), 40, flt, 10)
+    assert [i for i, _ in graph] == [h.id for h in exact] and corpus["tabs"] not in dict(graph)
+    assert [round(s, 4) for _, s in graph] == [round(h.score, 4) for h in exact]
+
+    params = {"query": "database transactions", "limit": 3, "expand_relations": False}
+    before = recall(api, **params)
+    engine = api.client.application.extensions["automem.recall"]
+    monkeypatch.setattr(
+        services, "settings", services.settings.model_copy(update={"recall_exact_search_limit": 1})
+    )
+    asked: list[int] = []
+    original = services.graph.nearest
+    monkeypatch.setattr(services.graph, "nearest", lambda *a: asked.append(1) or original(*a))
+    engine._points_read_at = -1e9  # re-read the point count now
+    after = recall(api, **params)
+    assert asked and contents(after) == contents(before)
+    assert [r["score"] for r in after["results"]] == pytest.approx(
+        [r["score"] for r in before["results"]], abs=1e-4
+    )
+    narrow = recall(api, query="database", tags=["incident"], limit=3)  # 1 candidate < fetch: exact
+    assert [r["id"] for r in narrow["results"]] == [corpus["outage"]]

@@ -46,6 +46,8 @@ T = TypeVar("T")
 
 Hit = tuple[str, float, dict[str, Any]]
 FINAL_SPARE = 3  # extra candidates confirmed against the graph, for duplicates and lagging payloads
+ANN_OVERFETCH = 4  # the graph's HNSW search returns this many times the candidates, before filters
+POINT_COUNT_TTL = 30.0
 
 
 class Timer:
@@ -72,6 +74,7 @@ class RecallEngine:
         self._embed_cached = lru_cache(maxsize=svc.settings.query_embedding_cache_size)(
             svc.embedder.embed_one
         )
+        self._points, self._points_read_at = 0, -POINT_COUNT_TTL
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -163,8 +166,25 @@ class RecallEngine:
 
     def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[Hit]:
         assert self.svc.vectors is not None
+        if self._beyond_exact_search():
+            nearest = self.svc.graph.nearest(query_vector, fetch * ANN_OVERFETCH, flt, fetch)
+            if len(nearest) >= fetch:
+                return [(memory_id, score, {}) for memory_id, score in nearest]
+            # The filter is narrow: the exact search is cheap, the payload index pre-selects.
         hits = self.svc.vectors.search(query_vector, fetch, flt.vector_filter(), with_payload=False)
         return [(h.id, h.score, h.payload) for h in hits]
+
+    def _beyond_exact_search(self) -> bool:
+        """Whether the Edge shard holds too many vectors to search exhaustively on each recall
+        (RECALL_EXACT_SEARCH_LIMIT; a Qdrant server indexes itself). The count is re-read every
+        half minute."""
+        limit = self.svc.settings.recall_exact_search_limit
+        if limit <= 0 or self.svc.vectors is None or self.svc.vectors.backend != "edge":
+            return False
+        now = time.monotonic()
+        if now - self._points_read_at > POINT_COUNT_TTL:
+            self._points, self._points_read_at = self.svc.vectors.count(), now
+        return self._points > limit
 
     def _keyword(self, text: str, flt: RecallFilter, fetch: int) -> list[Hit]:
         assert self.svc.vectors is not None

@@ -767,6 +767,26 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         }
         self._query(cypher, params)
 
+    def nearest(
+        self, vector: Sequence[float], k: int, flt: RecallFilter, limit: int
+    ) -> list[tuple[str, float]]:
+        """(id, cosine similarity) of up to `limit` memories matching `flt` among the `k` nearest
+        to `vector` in the graph's HNSW index, best first (approximate, like any HNSW search)."""
+        where, params = self.filter_clause(flt)
+        cypher = f"""
+        CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($vector)) YIELD node AS m, score
+        WHERE {where}
+        RETURN m.id, 1.0 - score ORDER BY score ASC LIMIT $limit
+        """
+        params.update({"k": k, "vector": Vector32(vector), "limit": limit})
+        try:
+            rows = self._ro(cypher, params)
+        except redis.exceptions.ResponseError as exc:
+            if "index" in str(exc).lower():
+                return []  # no vector index yet
+            raise
+        return [(str(i), float(similarity)) for i, similarity in rows]
+
     def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
         """Up to k active memories of the same tenant whose embedding has cosine similarity of at
         least `min_similarity` with this memory's, from the graph's vector index."""
