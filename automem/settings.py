@@ -304,7 +304,15 @@ class Settings(BaseSettings):
         True,
         "AUTOMEM_RECONCILE_ON_START",
         "jobs",
-        "At start, enqueue every memory that lacks its embedding, so a lost queue loses no work.",
+        "At the start of a worker or the API, queue embedding and enrichment of every memory that "
+        "lacks them, so a lost queue or a crash between the graph write and the enqueue loses no work.",
+    )
+    reconcile_interval_seconds: int = _setting(
+        900,
+        "AUTOMEM_RECONCILE_INTERVAL_SECONDS",
+        "jobs",
+        "How often the reconcile job (RQ cron) queues embedding and enrichment of memories that lack "
+        "them, e.g. after an enqueue failed while Redis was unreachable. 0 disables it.",
     )
     purge_interval_seconds: int = _setting(
         3600,

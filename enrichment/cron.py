@@ -34,7 +34,7 @@ from rq.exceptions import SchedulerNotFound
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
 from enrichment.consolidation import TASKS, run_consolidation, task_interval
-from enrichment.jobs import purge_deleted
+from enrichment.jobs import purge_deleted, reconcile
 
 if TYPE_CHECKING:
     from automem.settings import Settings
@@ -47,6 +47,7 @@ LEASE_MS = 90_000
 MAX_TICK_SECONDS = 30.0
 JOB_PREFIX = "consolidation:"
 PURGE_JOB = "purge-deleted"
+RECONCILE_JOB = "reconcile"
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -102,7 +103,24 @@ def build_scheduler(
             failure_ttl=7 * 86400,
             name=PURGE_JOB,
         )
+    if settings.reconcile_interval_seconds > 0:
+        # Catches work whose enqueue was lost (Redis unreachable for a moment) without a restart.
+        scheduler.register(
+            reconcile,
+            "maintenance",
+            interval=settings.reconcile_interval_seconds,
+            job_timeout=timeout,
+            result_ttl=3600,
+            failure_ttl=7 * 86400,
+            name=RECONCILE_JOB,
+        )
     return scheduler
+
+
+def has_cron_jobs(settings: Settings) -> bool:
+    """Whether the scheduler has anything to run: consolidation tasks, purge or reconcile."""
+    periodic = settings.purge_interval_seconds > 0 or settings.reconcile_interval_seconds > 0
+    return bool(scheduled_tasks(settings)) or periodic
 
 
 class CronRunner:
@@ -153,8 +171,8 @@ class CronRunner:
 
     def run(self, stop: threading.Event) -> None:
         """Tick until `stop` is set; errors (a store restarting) are logged and retried."""
-        if not scheduled_tasks(self.settings):
-            log.info("consolidation cron: no task enabled")
+        if not has_cron_jobs(self.settings):
+            log.info("cron: no job enabled")
             return
         try:
             while not stop.is_set():
@@ -192,8 +210,8 @@ def run_forever(settings: Settings) -> int:
     runner = CronRunner(
         settings, redis.Redis.from_url(queue_url), GraphStore.from_url(graph_url, settings.falkordb_graph)
     )
-    if not scheduled_tasks(settings):
-        log.info("consolidation cron: no task enabled; idling")
+    if not has_cron_jobs(settings):
+        log.info("cron: no job enabled; idling")
         stop.wait()
         return 0
     runner.run(stop)

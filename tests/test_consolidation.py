@@ -30,7 +30,7 @@ from enrichment.consolidation import (
     score_memory,
     unit_rows,
 )
-from enrichment.cron import CronRunner, build_scheduler, next_runs, scheduled_tasks
+from enrichment.cron import CronRunner, build_scheduler, has_cron_jobs, next_runs, scheduled_tasks
 from tests.conftest import ADMIN_TOKEN, Api, make_settings
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -437,7 +437,17 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
     with_purge = build_scheduler(settings, redis_conn, {})
     purge = {job.name: job for job in with_purge.get_jobs()}["purge-deleted"]
     assert purge.func_name == "enrichment.jobs.purge_deleted" and purge.interval == 3600
-    settings = settings.model_copy(update={"purge_interval_seconds": 0})  # consolidation alone below
+    reconcile = {job.name: job for job in with_purge.get_jobs()}["reconcile"]
+    assert reconcile.func_name == "enrichment.jobs.reconcile" and reconcile.interval == 900
+    # Purge and reconcile do not depend on consolidation: with it off the scheduler still runs them.
+    no_consolidation = settings.model_copy(update={"consolidation_enabled": False})
+    assert has_cron_jobs(no_consolidation)
+    assert {j.name for j in build_scheduler(no_consolidation, redis_conn, {}).get_jobs()} == {
+        "purge-deleted",
+        "reconcile",
+    }
+    # consolidation alone below
+    settings = settings.model_copy(update={"purge_interval_seconds": 0, "reconcile_interval_seconds": 0})
     scheduler = build_scheduler(settings, redis_conn, {})
     jobs = {job.name: job for job in scheduler.get_jobs()}
     assert set(jobs) == {"consolidation:decay", "consolidation:creative", "consolidation:cluster"}
@@ -459,7 +469,7 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
     assert "forget" in scheduled_tasks(with_forget)
     assert "consolidation:forget" in {j.name for j in build_scheduler(with_forget, redis_conn, {}).get_jobs()}
     off = settings.model_copy(update={"consolidation_enabled": False})
-    assert build_scheduler(off, redis_conn, {}).get_jobs() == []
+    assert build_scheduler(off, redis_conn, {}).get_jobs() == [] and not has_cron_jobs(off)
     assert set(next_runs(off, redis_conn, {}).values()) == {"disabled"}
 
 
@@ -467,7 +477,9 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
     api: Api, services: Services, corpus: dict[str, str], jobs: Any
 ) -> None:
     conn = services.queue_redis
-    no_purge = services.settings.model_copy(update={"purge_interval_seconds": 0})
+    no_purge = services.settings.model_copy(
+        update={"purge_interval_seconds": 0, "reconcile_interval_seconds": 0}
+    )
     first = CronRunner(no_purge, conn, services.graph)
     second = CronRunner(no_purge, conn, services.graph)
     assert first.tick() <= 30 and second.tick() == 30  # the second waits for the lease

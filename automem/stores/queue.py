@@ -101,6 +101,10 @@ class JobQueue:
         func = "enrichment.jobs.enrich_memories"
         return self._enqueue("enrich", func, f"{prefix}-{digest}", list(memory_ids), force)
 
+    def enqueue_reconcile(self) -> bool:
+        """Queue a reconcile pass (one at a time: asking again while it waits is a no-op)."""
+        return self._enqueue("maintenance", "enrichment.jobs.reconcile", "reconcile")
+
     def enqueue_consolidation(self, mode: str, dry_run: bool = False) -> tuple[str, bool]:
         """Queue a consolidation run on `maintenance`; one job id per mode, so asking again while
         it waits or runs is a no-op. Returns (job id, whether it was enqueued now)."""
