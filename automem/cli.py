@@ -71,6 +71,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from enrichment.jobs import reconcile
 
     svc = current_services()
+    svc.jobs.recover_abandoned()  # before reconcile: their ids must not read "started" any more
     if svc.settings.reconcile_on_start and not args.no_reconcile:
         logging.getLogger("automem").info("reconcile: %s", reconcile())
     queues = args.queues.split(",") if args.queues else list(QUEUE_NAMES)

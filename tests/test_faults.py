@@ -15,9 +15,12 @@ from typing import Any
 import httpx
 import pytest
 from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
 
 from automem.stores.queue import QUEUE_NAMES
 from tests.stack import TOKEN, Service, kill9, wait_until
+from tests.stubs.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.slow
 
@@ -130,3 +133,40 @@ def test_a_write_committed_but_never_queued_is_done_after_the_api_restarts(servi
     wait_until(
         lambda: service.wait_healthy()["counts"]["enrichment_pending"] == 0, 60, "enrichment never ran"
     )
+
+
+def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
+    """Embeddings come from an OpenAI-compatible endpoint that takes seconds to answer, so the
+    embedding job is caught running (in RQ's StartedJobRegistry, its request at the endpoint)
+    when its worker is killed. The restarted worker hands the abandoned job to RQ's own
+    handling at once (a retry), instead of when its heartbeat would expire (job timeout + 60 s)."""
+    with OpenAIStub(dimension=32) as stub:
+        stub.delay = 3.0
+        svc = stack(
+            env={
+                "EMBEDDING_PROVIDER": "openai",
+                "OPENAI_API_KEY": "stub-key",
+                "OPENAI_BASE_URL": stub.base_url,
+                "EMBEDDING_MODEL": "stub-embedding",
+                "VECTOR_SIZE": "32",
+                "AUTOMEM_LLM_ENABLED": "false",
+            }
+        )
+        conn = svc.redis()
+        running = StartedJobRegistry("embed", connection=conn)
+        response = svc.http.post("/memory", json={"content": "Embedded by a slow remote model."})
+        assert response.status_code == 201
+        memory_id = response.json()["memory_id"]
+        [job_id] = wait_until(lambda: running.get_job_ids(), 30, "the embedding job never started")
+        wait_until(lambda: stub.requests_to("/embeddings"), 30, "the job never called the endpoint")
+        job = Job.fetch(job_id, connection=conn)
+        assert job.get_status() == JobStatus.STARTED and memory_id in job.args[0]
+        [worker] = svc.worker_pids()
+        kill9([worker])
+
+        svc.wait_drained(expected_vectors=1, timeout=60)
+        assert Job.fetch(job_id, connection=conn).get_status() == JobStatus.FINISHED  # RQ's retry ran it
+        assert running.get_job_ids() == []
+        assert len(stub.requests_to("/embeddings")) >= 2  # the killed call and its redo
+        memory = svc.http.get(f"/memory/{memory_id}").json()["memory"]
+        assert memory["embedding_status"] == "stored"
