@@ -6,6 +6,7 @@ After each, every acknowledged memory is readable and, once the queues drain, ha
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -170,3 +171,69 @@ def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
         assert len(stub.requests_to("/embeddings")) >= 2  # the killed call and its redo
         memory = svc.http.get(f"/memory/{memory_id}").json()["memory"]
         assert memory["embedding_status"] == "stored"
+
+
+def test_kill9_of_falkordb_during_a_stream_of_writes(service: Service) -> None:
+    """The supervisor restarts FalkorDB; meanwhile the API answers 503 with the error envelope
+    (never a 500, never a hang), and every write it acknowledged is there afterwards."""
+    stream = WriteStream(service, "falkordb-kill")
+    stream.start()
+    stream.wait_for(30)
+    old = service.falkordb_pid()
+    kill9([old])
+    at_kill = len(stream.acked)
+    stream.wait_for(at_kill + 30, timeout=120)
+    stream.finish()
+    print(f"falkordb kill -9: {len(stream.acked)} acknowledged writes, responses {dict(stream.statuses)}")
+    assert service.falkordb_pid() != old
+    assert stream.statuses["503"] > 0, "the API never reported the graph store unavailable"
+    assert stream.statuses["timeout"] == 0
+    assert_all_present(service, stream)
+
+
+def _store(svc: Service, n: int) -> dict[str, str]:
+    ids = {}
+    for k in range(n):
+        content = f"Note {k}: the {WORDS[k % len(WORDS)]} rollout is tracked in ticket {1000 + k}."
+        response = svc.http.post("/memory", json={"content": content, "tags": ["rebuild"]})
+        assert response.status_code == 201
+        ids[WORDS[k % len(WORDS)]] = response.json()["memory_id"]
+    return ids
+
+
+WORDS = ["kubernetes", "postgres", "grafana", "terraform", "rabbitmq", "elasticsearch", "nginx", "vault"]
+
+
+def _recall_finds(svc: Service, ids: dict[str, str]) -> None:
+    for word, memory_id in ids.items():
+        response = svc.http.get("/recall", params={"query": f"{word} rollout", "limit": 3})
+        assert response.status_code == 200, response.text
+        assert response.json()["results"][0]["id"] == memory_id, (word, response.json()["results"])
+
+
+def test_a_deleted_vector_store_is_rebuilt_from_the_graph(service: Service) -> None:
+    ids = _store(service, len(WORDS))
+    service.wait_drained(expected_vectors=len(WORDS))
+    _recall_finds(service, ids)
+    assert service.stop() == 0
+    shutil.rmtree(service.data_dir / "qdrant-edge")
+    service.start()
+    health = service.wait_drained(expected_vectors=len(WORDS))
+    assert health["vectors"]["points"] == len(WORDS)
+    _recall_finds(service, ids)
+
+
+def test_a_vector_store_deleted_under_the_running_service_is_rebuilt_on_restart(service: Service) -> None:
+    """Deleting the shard's directory under a running API: the open shard keeps answering from
+    its open files, writes still succeed (the graph is the commit point), and the next start
+    rebuilds every point from the graph."""
+    ids = _store(service, 4)
+    service.wait_drained(expected_vectors=4)
+    shutil.rmtree(service.data_dir / "qdrant-edge")
+    more = [service.http.post("/memory", json={"content": f"stored after the loss {k}"}) for k in range(4)]
+    assert all(r.status_code == 201 for r in more), [r.text for r in more]
+    assert service.http.get("/recall", params={"query": "rollout"}).status_code == 200
+    assert service.stop() == 0
+    service.start()
+    service.wait_drained(expected_vectors=8)
+    _recall_finds(service, ids)
