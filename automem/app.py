@@ -12,6 +12,7 @@ from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from automem import ratelimit
+from automem.api import check_query_text
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
 from automem.recall.engine import RecallEngine
@@ -79,6 +80,7 @@ def _register_hooks(app: Flask, settings: Settings) -> None:
     def _request_context() -> None:
         g.request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
         check_api_key(settings)
+        check_query_text()
 
     @app.after_request
     def _request_id_header(response: Response) -> Response:
