@@ -68,3 +68,11 @@ def test_text_the_stores_cannot_hold_is_a_400_naming_the_field(api: Api, service
     assert services.graph.counts()["total"] == 0
     # A surrogate pair is one character (an emoji, as json.dumps writes it by default): fine.
     assert _raw(api, "POST", "/memory", r'{"content": "party \ud83c\udf89"}').status_code == 201
+
+
+def test_recall_types_of_the_wrong_shape_are_a_400(api: Api) -> None:
+    """Found by the model properties: `types: [null]` or `types: true` raised inside the parser."""
+    for types in ([None], True, 3, [["Decision"]]):
+        response = api.post("/recall", json={"query": "x", "types": types})
+        assert_envelope(response, 400, "invalid_input")
+        assert response.get_json()["field"] == "types"

@@ -75,7 +75,12 @@ class RecallQuery(_Body):
     @field_validator("types", mode="before")
     @classmethod
     def _types(cls, value: Any) -> list[str]:
-        names = [] if value is None else normalize_tags(split_tag_input(_joined(value)))
+        if value is None:
+            return []
+        strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not (isinstance(value, str) or strings):
+            raise ValueError("types must be an array of strings or a comma-separated string")
+        names = normalize_tags(split_tag_input(_joined(value)))
         out = []
         for name in names:
             canonical = canonical_type(name)
