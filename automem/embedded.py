@@ -202,7 +202,7 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "--graceful-timeout",
         "15",
         "--timeout",
-        "120",
+        str(settings.api_timeout_seconds),
         "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),

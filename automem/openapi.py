@@ -83,10 +83,14 @@ class Operation:
     success: int = 200
     admin: bool = False
     public: bool = False
+    also: tuple[int, ...] = ()  # other success codes (deduplicated store, partial batch, queued run)
+    statuses: tuple[str, ...] = ("success",)  # what the body's `status` says on success
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("POST", "/memory"): Operation("Store a memory", body=MemoryCreate, success=201),
+    ("POST", "/memory"): Operation(
+        "Store a memory (200: identical content already stored)", body=MemoryCreate, success=201, also=(200,)
+    ),
     ("POST", "/memory/batch"): Operation("Store up to 1000 memories at once", body=BatchCreate, success=201),
     ("GET", "/memory/<memory_id>"): Operation("Read a memory"),
     ("PATCH", "/memory/<memory_id>"): Operation("Update a memory", body=MemoryUpdate),
@@ -98,10 +102,16 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/recall"): Operation("Recall memories", query=RecallQuery),
     ("POST", "/recall"): Operation("Recall memories (fields as JSON)", body=RecallQuery),
     ("POST", "/associate"): Operation(
-        "Create one or up to 500 authored edges", body=(Association, AssociationBatch), success=201
+        "Create one or up to 500 authored edges (207: some of a batch failed)",
+        body=(Association, AssociationBatch),
+        success=201,
+        also=(207,),
+        statuses=("success", "partial_success"),
     ),
     ("GET", "/memories/<memory_id>/related"): Operation("Memories linked to a memory", query=RelatedQuery),
-    ("GET", "/health"): Operation("Dependencies, counts, drift, queues", public=True),
+    ("GET", "/health"): Operation(
+        "Dependencies, counts, drift, queues", public=True, statuses=("healthy", "degraded")
+    ),
     ("GET", "/enrichment/status"): Operation("Background work: queues, counters, LLM breaker"),
     ("POST", "/enrichment/reprocess"): Operation(
         "Re-enrich memories or requeue failed jobs", body=ReprocessBody, success=202, admin=True
@@ -112,7 +122,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Re-embed with the configured model", body=ReembedBody, success=202, admin=True
     ),
     ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True),
-    ("POST", "/consolidate"): Operation("Run consolidation (dry run by default)", body=ConsolidateRequest),
+    ("POST", "/consolidate"): Operation(
+        "Run consolidation (dry run by default; 202: a real run was queued)",
+        body=ConsolidateRequest,
+        also=(202,),
+    ),
     ("GET", "/consolidate/status"): Operation("Consolidation schedule and history"),
     ("GET", "/openapi.json"): Operation("This document"),
     ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
@@ -136,8 +150,12 @@ _ERRORS = {
     404: "unknown memory",
     409: "version conflict or duplicate id",
     413: "body too large",
+    429: "too many write requests (see Retry-After)",
     503: "graph store unavailable",
 }
+# Routes the rate limiter counts (automem.ratelimit): writes, except POST /recall, which only reads.
+_RATE_LIMITED_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
+_NOT_RATE_LIMITED = {("POST", "/recall")}
 
 
 def routes(app: Flask) -> set[tuple[str, str]]:
@@ -187,7 +205,7 @@ def _operation(
         "summary": op.summary,
         "operationId": _operation_id(method, rule),
         "parameters": _path_parameters(rule) + (_query_parameters(op.query, schemas) if op.query else []),
-        "responses": _responses(op, pending),
+        "responses": _responses(op, pending, _rate_limited(method, rule)),
     }
     if op.body is not None:
         models = op.body if isinstance(op.body, tuple) else (op.body,)
@@ -206,22 +224,24 @@ def _operation(
     return out
 
 
-def _responses(op: Operation, pending: bool) -> dict[str, Any]:
+def _rate_limited(method: str, rule: str) -> bool:
+    return method in _RATE_LIMITED_METHODS and (method, rule) not in _NOT_RATE_LIMITED
+
+
+def _responses(op: Operation, pending: bool, rate_limited: bool) -> dict[str, Any]:
     error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
     if pending:
         return {"501": {"description": "not implemented yet", "content": error}}
-    success = {
-        "type": "object",
-        "properties": {"status": {"const": "success"}},
-        "additionalProperties": True,
-    }
+    status_schema = {"const": op.statuses[0]} if len(op.statuses) == 1 else {"enum": list(op.statuses)}
+    success = {"type": "object", "properties": {"status": status_schema}, "additionalProperties": True}
     responses: dict[str, Any] = {
-        str(op.success): {"description": "success", "content": {"application/json": {"schema": success}}}
+        str(code): {"description": "success", "content": {"application/json": {"schema": success}}}
+        for code in (op.success, *op.also)
     }
     for status, description in _ERRORS.items():
-        if status == 401 and op.public:
+        if (status == 401 and op.public) or (status == 403 and not op.admin):
             continue
-        if status == 403 and not op.admin:
+        if status == 429 and not rate_limited:
             continue
         responses[str(status)] = {"description": description, "content": error}
     return responses

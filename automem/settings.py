@@ -74,6 +74,15 @@ class Settings(BaseSettings):
         "gunicorn worker processes in server mode. Embedded mode always uses 1, because one process "
         "must own the Qdrant Edge shard.",
     )
+    api_timeout_seconds: int = _setting(
+        120,
+        "AUTOMEM_API_TIMEOUT_SECONDS",
+        "server",
+        "gunicorn --timeout: an API process that stops answering gunicorn's heartbeat this long is "
+        "killed and replaced. With threads a slow request does not trip it; each request's waits are "
+        "bounded by AUTOMEM_GRAPH_TIMEOUT_SECONDS, QDRANT_TIMEOUT_SECONDS, "
+        "RECALL_CHANNEL_TIMEOUT_SECONDS and the embedding and LLM timeouts.",
+    )
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
@@ -130,6 +139,14 @@ class Settings(BaseSettings):
         "stores",
         "AOF fsync policy of the embedded FalkorDB. Every acknowledged write reaches the AOF file "
         "before the reply, so a process crash loses nothing; `always` also survives a power loss.",
+    )
+    graph_timeout_seconds: float = _setting(
+        30.0,
+        "AUTOMEM_GRAPH_TIMEOUT_SECONDS",
+        "stores",
+        "Longest a graph query may take: FalkorDB aborts a read query after it (503 `graph_timeout`) "
+        "and the client stops waiting for any reply 5 s later, so no request waits on the graph "
+        "forever. 0: no limit.",
     )
     redis_url: str | None = _setting(
         None,

@@ -208,7 +208,9 @@ def run_forever(settings: Settings) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     runner = CronRunner(
-        settings, redis.Redis.from_url(queue_url), GraphStore.from_url(graph_url, settings.falkordb_graph)
+        settings,
+        redis.Redis.from_url(queue_url),
+        GraphStore.from_url(graph_url, settings.falkordb_graph, settings.graph_timeout_seconds),
     )
     if not has_cron_jobs(settings):
         log.info("cron: no job enabled; idling")
