@@ -7,11 +7,12 @@ fails when a setting has no help text or the generated files are stale.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -649,7 +650,16 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def host_is_loopback(host: str) -> bool:
-    if host in ("localhost", "::1") or host.startswith("127."):
+    """A loopback address (127.0.0.0/8, ::1, also IPv4-mapped) or `localhost`. Other names are
+    not: "127.example.com" may resolve anywhere."""
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name.lower() == "localhost":
         return True
-    parsed = urlsplit(f"//{host}")
-    return parsed.hostname in ("localhost", "::1")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)
