@@ -150,6 +150,7 @@ BENCHMARKS = {
     "write-path": "write_path.py",
     "bm25": "bm25_backends.py",
     "enrichment": "enrichment.py",
+    "aof": "aof_durability.py",
 }
 
 
@@ -213,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--check", action="store_true", help="exit 1 when the generated files are stale")
     st.set_defaults(func=cmd_settings)
     bench = sub.add_parser(
-        "bench", help="run a benchmark: locomo (recall quality), write-path, bm25, enrichment"
+        "bench",
+        help="run a benchmark: locomo (recall quality), write-path, bm25, enrichment, aof (durability)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

@@ -61,7 +61,7 @@ class EmbeddedFalkorDB:
     """A FalkorDB server owned by this process, persisting to `<data_dir>/falkordb`."""
 
     data_dir: Path
-    appendfsync: str = "everysec"
+    appendfsync: str = "always"  # see AUTOMEM_FALKORDB_APPENDFSYNC
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)

@@ -135,11 +135,14 @@ class Settings(BaseSettings):
         "memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories."
     )
     falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
-        "everysec",
+        "always",
         "AUTOMEM_FALKORDB_APPENDFSYNC",
         "stores",
-        "AOF fsync policy of the embedded FalkorDB. Every acknowledged write reaches the AOF file "
-        "before the reply, so a process crash loses nothing; `always` also survives a power loss.",
+        "AOF fsync policy of the embedded FalkorDB. `always`: a write is on disk before it is "
+        "acknowledged, so neither a crash of FalkorDB nor a power loss loses it. `everysec` is about "
+        "twice as fast for single writes, but while a background fsync runs long (a busy disk) Redis "
+        "holds back the AOF write for up to 2 s and still acknowledges: a kill -9 of FalkorDB then "
+        "loses acknowledged writes (measured in benchmarks/aof_durability.md). `no`: the OS decides.",
     )
     graph_timeout_seconds: float = _setting(
         30.0,

@@ -38,7 +38,8 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedFalkorDB]:
-    server = EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb"))
+    # No test kills this server, so it skips the per-write fsync of the default `always`.
+    server = EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb"), appendfsync="everysec")
     server.start()
     yield server
     server.stop()
