@@ -76,3 +76,12 @@ def test_recall_types_of_the_wrong_shape_are_a_400(api: Api) -> None:
         response = api.post("/recall", json={"query": "x", "types": types})
         assert_envelope(response, 400, "invalid_input")
         assert response.get_json()["field"] == "types"
+
+
+def test_a_date_out_of_range_in_utc_is_a_400(api: Api) -> None:
+    """Found by the fuzzer: year 1 at +04:00 is before year 1 in UTC (an OverflowError, a 500)."""
+    cases = (("t_valid", "0001-01-01T00:00:00+04:00"), ("timestamp", "9999-12-31T23:59:00-05:00"))
+    for field, value in cases:
+        response = api.post("/memory", json={"content": "out of range", field: value})
+        assert_envelope(response, 400, "invalid_input")
+        assert response.get_json()["field"] == field

@@ -5,6 +5,7 @@ keeps the documented limits, or is an InvalidInput (a 400) naming a field the cl
 from __future__ import annotations
 
 import math
+from datetime import timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
-dates = st.datetimes().map(lambda d: d.isoformat()) | st.sampled_from(
+day = timedelta(hours=23, minutes=59)
+zones = st.none() | st.timedeltas(min_value=-day, max_value=day).map(timezone)
+dates = st.datetimes(timezones=zones).map(lambda d: d.isoformat()) | st.sampled_from(
     ["2024-02-30", "2024-13-01T00:00:00Z", "yesterday", "", "2024-01-01T25:00", "+99999-01-01", "0000-00-00"]
 )
 plausible = {
