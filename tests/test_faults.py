@@ -49,7 +49,7 @@ class WriteStream(threading.Thread):
             try:
                 response = self.http.post("/memory", json={"content": self.content(n), "tags": ["stream"]})
             except httpx.TimeoutException:
-                self.statuses["timeout"] += 1
+                self.statuses["timeout"] += 1  # retried: a committed write comes back deduplicated
                 continue
             except httpx.TransportError:
                 self.statuses["connection_error"] += 1
@@ -107,7 +107,8 @@ def test_kill9_of_the_api_during_a_stream_of_writes(service: Service) -> None:
     stream.finish()
     print(f"api kill -9: {len(stream.acked)} acknowledged writes, responses {dict(stream.statuses)}")
     assert stream.statuses["connection_error"] > 0, "the kill did not interrupt the stream"
-    assert stream.statuses["timeout"] == 0
+    # Timeouts are not asserted away here: requests that reach the new gunicorn while its worker
+    # still loads the app wait in the socket backlog, and a busy machine may make that slow.
     assert_all_present(service, stream)
 
 
