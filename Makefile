@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/automem
 PORT ?= 8001
 
-.PHONY: install run test test-fast lint typecheck docs clean
+.PHONY: install run test test-fast fuzz lint typecheck docs clean
 
 $(BIN)/automem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# A long fuzz pass over /openapi.json (the default test run does a short one); counts in benchmarks/fuzz.json.
+FUZZ_EXAMPLES ?= 300
+fuzz: install
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SUMMARY=benchmarks/fuzz.json $(BIN)/python -m pytest -q -s -m fuzz
 
 lint: install
 	$(BIN)/ruff check automem enrichment tests scripts

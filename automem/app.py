@@ -7,10 +7,12 @@ import threading
 import uuid
 from typing import Any
 
+import redis
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from automem import jsonio, ratelimit
+from automem.api import check_query_text
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
 from automem.recall.engine import RecallEngine
@@ -34,6 +36,8 @@ def check_bind_allowed(settings: Settings, host: str | None = None) -> None:
 def create_app(
     settings: Settings | None = None, *, services: Services | None = None, start_vector_drain: bool = True
 ) -> Flask:
+    """The app. `start_vector_drain=False` (tests) leaves out the serving process's background
+    duties: draining the workers' vector writes and queueing the start-up reconcile."""
     settings = settings or load_settings()
     check_bind_allowed(settings)
     app = Flask("automem")
@@ -48,6 +52,8 @@ def create_app(
     _register_error_handlers(app)
     if start_vector_drain and svc.vectors is not None and settings.resolved_vector_backend() == "edge":
         _start_vector_drain(app, svc)
+    if start_vector_drain and settings.reconcile_on_start:
+        _queue_reconcile(svc)
     return app
 
 
@@ -97,6 +103,7 @@ def _register_hooks(app: Flask, settings: Settings) -> None:
     def _request_context() -> None:
         g.request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
         check_api_key(settings)
+        check_query_text()
 
     @app.after_request
     def _request_id_header(response: Response) -> Response:
@@ -125,6 +132,15 @@ def _register_error_handlers(app: Flask) -> None:
     def _unexpected(exc: Exception) -> tuple[Response, int]:
         log.exception("unhandled error (request %s)", getattr(g, "request_id", "-"))
         return jsonify(envelope("internal server error", "internal_error")), 500
+
+
+def _queue_reconcile(svc: Services) -> None:
+    """A previous API process may have died between a graph write and its enqueue: a worker
+    re-queues whatever lacks its embedding or enrichment."""
+    try:
+        svc.jobs.enqueue_reconcile()
+    except redis.exceptions.RedisError:
+        log.warning("could not queue the start-up reconcile; the reconcile cron job will run it")
 
 
 def _start_vector_drain(app: Flask, svc: Services) -> None:

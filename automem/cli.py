@@ -71,6 +71,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from enrichment.jobs import reconcile
 
     svc = current_services()
+    svc.jobs.recover_abandoned()  # before reconcile: their ids must not read "started" any more
     if svc.settings.reconcile_on_start and not args.no_reconcile:
         logging.getLogger("automem").info("reconcile: %s", reconcile())
     queues = args.queues.split(",") if args.queues else list(QUEUE_NAMES)
@@ -173,6 +174,7 @@ BENCHMARKS = {
     "bm25": "bm25_backends.py",
     "enrichment": "enrichment.py",
     "load": "load.py",
+    "aof": "aof_durability.py",
 }
 
 
@@ -303,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
-        "write-path, bm25, enrichment",
+        "write-path, bm25, enrichment, aof (durability)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

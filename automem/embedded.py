@@ -61,7 +61,7 @@ class EmbeddedFalkorDB:
     """A FalkorDB server owned by this process, persisting to `<data_dir>/falkordb`."""
 
     data_dir: Path
-    appendfsync: str = "everysec"
+    appendfsync: str = "always"  # see AUTOMEM_FALKORDB_APPENDFSYNC
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)
@@ -202,7 +202,7 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "--graceful-timeout",
         "15",
         "--timeout",
-        "120",
+        str(settings.api_timeout_seconds),
         "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),

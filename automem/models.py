@@ -24,6 +24,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -58,7 +59,38 @@ def _iso(value: Any) -> Any:
         raise ValueError(f"not a valid ISO 8601 date-time: {value!r}") from exc
 
 
-IsoTime = Annotated[str | None, BeforeValidator(_iso)]
+IsoTime = Annotated[
+    str | None,
+    BeforeValidator(_iso),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}),
+]
+
+# Fields validated by hand (they accept several shapes) described for the OpenAPI document; the
+# limits shown are the defaults of their settings.
+ContentField = Annotated[
+    Any, WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 2000, "description": "trimmed"})
+]
+TagsField = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "array", "items": {"type": "string", "maxLength": 100}, "maxItems": 50},
+                {"type": "string", "description": "comma-separated"},
+                {"type": "null"},
+            ]
+        }
+    ),
+]
+EmbeddingField = Annotated[
+    Any,
+    WithJsonSchema(
+        {
+            "anyOf": [{"type": "array", "items": {"type": "number"}, "minItems": 1}, {"type": "null"}],
+            "description": "the configured embedding dimension",
+        }
+    ),
+]
 
 
 def _json_depth(value: Any, depth: int = 1) -> int:
@@ -128,14 +160,14 @@ class _MemoryFields(_Body):
     type: StrictStr | None = None
     confidence: UnitFloat | None = None
     importance: UnitFloat | None = None
-    tags: Any = None
+    tags: TagsField = None
     metadata: dict[str, Any] | None = None
     timestamp: IsoTime = None
     t_valid: IsoTime = None
     t_invalid: IsoTime = None
     updated_at: IsoTime = None
     last_accessed: IsoTime = None
-    embedding: Any = None
+    embedding: EmbeddingField = None
 
     @field_validator("type")
     @classmethod
@@ -178,7 +210,7 @@ def _content(value: Any, info: ValidationInfo) -> str:
 
 
 class MemoryCreate(_MemoryFields):
-    content: Any
+    content: ContentField
     id: StrictStr | None = None
 
     @field_validator("content")
@@ -193,7 +225,9 @@ class MemoryCreate(_MemoryFields):
 
 
 class MemoryUpdate(_MemoryFields):
-    content: Any = None
+    content: Annotated[
+        Any, WithJsonSchema({"anyOf": [{"type": "string", "minLength": 1}, {"type": "null"}]})
+    ] = None
     if_version: StrictInt | None = None
     reason: StrictStr | None = Field(default=None, description="why: recorded in the memory's history")
 
@@ -214,7 +248,22 @@ class MemoryUpdate(_MemoryFields):
 
 
 class BatchCreate(_Body):
-    memories: list[dict[str, Any]]
+    # Items are validated one by one as MemoryCreate, so an error names `memories[i].field`.
+    memories: Annotated[
+        list[dict[str, Any]],
+        WithJsonSchema(
+            {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 1000,
+                "items": {
+                    "type": "object",
+                    "required": ["content"],
+                    "properties": {"content": {"type": "string", "minLength": 1, "maxLength": 2000}},
+                },
+            }
+        ),
+    ]
 
     @field_validator("memories")
     @classmethod

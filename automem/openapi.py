@@ -123,10 +123,18 @@ class Operation:
     response: type[BaseModel] | tuple[type[BaseModel], ...] | None = None
     raw_body: str | None = None  # media type of a non-JSON request body
     produces: str | None = None  # media type of a non-JSON success response
+    also: tuple[int, ...] = ()  # other success codes (deduplicated store, partial batch, queued run)
+    statuses: tuple[str, ...] = ("success",)  # what the body's `status` says on success
 
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
-    ("POST", "/memory"): Operation("Store a memory", body=MemoryCreate, success=201, response=StoreResult),
+    ("POST", "/memory"): Operation(
+        "Store a memory (200: identical content already stored)",
+        body=MemoryCreate,
+        success=201,
+        also=(200,),
+        response=StoreResult,
+    ),
     ("POST", "/memory/batch"): Operation(
         "Store up to 1000 memories at once", body=BatchCreate, success=201, response=BatchResult
     ),
@@ -142,16 +150,21 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Recall memories (fields as JSON)", body=RecallQuery, response=RecallResponse
     ),
     ("POST", "/associate"): Operation(
-        "Create one or up to 500 authored edges",
+        "Create one or up to 500 authored edges (207: some of a batch failed)",
         body=(Association, AssociationBatch),
         success=201,
+        also=(207,),
+        statuses=("success", "partial_success"),
         response=(AssociateResult, AssociateBatchResult),
     ),
     ("GET", "/memories/<memory_id>/related"): Operation(
         "Memories linked to a memory", query=RelatedQuery, response=RelatedResponse
     ),
     ("GET", "/health"): Operation(
-        "Dependencies, counts, drift, queues", public=True, response=HealthResponse
+        "Dependencies, counts, drift, queues",
+        public=True,
+        statuses=("healthy", "degraded"),
+        response=HealthResponse,
     ),
     ("GET", "/enrichment/status"): Operation(
         "Background work: queues, counters, LLM breaker", response=EnrichmentStatus
@@ -176,7 +189,10 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True, response=ReembedProgress),
     ("POST", "/consolidate"): Operation(
-        "Run consolidation (dry run by default)", body=ConsolidateRequest, response=ConsolidateResult
+        "Run consolidation (dry run by default; 202: a real run was queued)",
+        body=ConsolidateRequest,
+        also=(202,),
+        response=ConsolidateResult,
     ),
     ("GET", "/consolidate/status"): Operation(
         "Consolidation schedule and history", response=ConsolidationStatus
@@ -222,8 +238,12 @@ _ERRORS = {
     404: "unknown memory",
     409: "version conflict or duplicate id",
     413: "body too large",
+    429: "too many write requests (see Retry-After)",
     503: "graph store unavailable",
 }
+# Routes the rate limiter counts (automem.ratelimit): writes, except POST /recall, which only reads.
+_RATE_LIMITED_METHODS = {"POST", "PATCH", "PUT", "DELETE"}
+_NOT_RATE_LIMITED = {("POST", "/recall")}
 
 
 def routes(app: Flask) -> set[tuple[str, str]]:
@@ -273,7 +293,7 @@ def _operation(
         "summary": op.summary,
         "operationId": _operation_id(method, rule),
         "parameters": _path_parameters(rule) + (_query_parameters(op.query, schemas) if op.query else []),
-        "responses": _responses(op, pending, schemas),
+        "responses": _responses(op, pending, schemas, _rate_limited(method, rule)),
     }
     if op.body is not None:
         models = op.body if isinstance(op.body, tuple) else (op.body,)
@@ -295,32 +315,38 @@ def _operation(
     return out
 
 
-def _responses(op: Operation, pending: bool, schemas: dict[str, Any]) -> dict[str, Any]:
+def _rate_limited(method: str, rule: str) -> bool:
+    return method in _RATE_LIMITED_METHODS and (method, rule) not in _NOT_RATE_LIMITED
+
+
+def _responses(op: Operation, pending: bool, schemas: dict[str, Any], rate_limited: bool) -> dict[str, Any]:
     error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
     if pending:
         return {"501": {"description": "not implemented yet", "content": error}}
     content = (
         {op.produces: {"schema": {"type": "string", "contentMediaType": op.produces}}}
         if op.produces
-        else {"application/json": {"schema": _success_schema(op.response, schemas)}}
+        else {"application/json": {"schema": _success_schema(op, schemas)}}
     )
-    responses: dict[str, Any] = {str(op.success): {"description": "success", "content": content}}
+    responses: dict[str, Any] = {
+        str(code): {"description": "success", "content": content} for code in (op.success, *op.also)
+    }
     for status, description in _ERRORS.items():
-        if status == 401 and op.public:
+        if (status == 401 and op.public) or (status == 403 and not op.admin):
             continue
-        if status == 403 and not op.admin:
+        if status == 429 and not rate_limited:
             continue
         responses[str(status)] = {"description": description, "content": error}
     return responses
 
 
-def _success_schema(
-    response: type[BaseModel] | tuple[type[BaseModel], ...] | None, schemas: dict[str, Any]
-) -> dict[str, Any]:
-    if response is None:
-        status = {"status": {"const": "success"}}
-        return {"type": "object", "properties": status, "additionalProperties": True}
-    models = response if isinstance(response, tuple) else (response,)
+def _success_schema(op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
+    """The success body: the route's response model(s), or an object whose `status` is one of
+    the operation's success statuses."""
+    if op.response is None:
+        status = {"const": op.statuses[0]} if len(op.statuses) == 1 else {"enum": list(op.statuses)}
+        return {"type": "object", "properties": {"status": status}, "additionalProperties": True}
+    models = op.response if isinstance(op.response, tuple) else (op.response,)
     refs = [{"$ref": _SCHEMA_REF.format(model=_register(m, schemas))} for m in models]
     return refs[0] if len(refs) == 1 else {"oneOf": refs}
 

@@ -89,7 +89,7 @@ def open_vectors(settings: Settings, dimension: int) -> VectorStore:
 
 def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     graph_url, queue_url = _require_url(settings)
-    graph = GraphStore.from_url(graph_url, settings.falkordb_graph)
+    graph = GraphStore.from_url(graph_url, settings.falkordb_graph, settings.graph_timeout_seconds)
     queue_redis = redis.Redis.from_url(queue_url)
     embedder, warnings = build_provider(settings)
     vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None

@@ -7,11 +7,12 @@ fails when a setting has no help text or the generated files are stale.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -75,6 +76,15 @@ class Settings(BaseSettings):
         "gunicorn worker processes in server mode. Embedded mode always uses 1, because one process "
         "must own the Qdrant Edge shard.",
     )
+    api_timeout_seconds: int = _setting(
+        120,
+        "AUTOMEM_API_TIMEOUT_SECONDS",
+        "server",
+        "gunicorn --timeout: an API process that stops answering gunicorn's heartbeat this long is "
+        "killed and replaced. With threads a slow request does not trip it; each request's waits are "
+        "bounded by AUTOMEM_GRAPH_TIMEOUT_SECONDS, QDRANT_TIMEOUT_SECONDS, "
+        "RECALL_CHANNEL_TIMEOUT_SECONDS and the embedding and LLM timeouts.",
+    )
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
@@ -126,11 +136,22 @@ class Settings(BaseSettings):
         "memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories."
     )
     falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
-        "everysec",
+        "always",
         "AUTOMEM_FALKORDB_APPENDFSYNC",
         "stores",
-        "AOF fsync policy of the embedded FalkorDB. Every acknowledged write reaches the AOF file "
-        "before the reply, so a process crash loses nothing; `always` also survives a power loss.",
+        "AOF fsync policy of the embedded FalkorDB. `always`: a write is on disk before it is "
+        "acknowledged, so neither a crash of FalkorDB nor a power loss loses it. `everysec` is about "
+        "twice as fast for single writes, but while a background fsync runs long (a busy disk) Redis "
+        "holds back the AOF write for up to 2 s and still acknowledges: a kill -9 of FalkorDB then "
+        "loses acknowledged writes (measured in benchmarks/aof_durability.md). `no`: the OS decides.",
+    )
+    graph_timeout_seconds: float = _setting(
+        30.0,
+        "AUTOMEM_GRAPH_TIMEOUT_SECONDS",
+        "stores",
+        "Longest a graph query may take: FalkorDB aborts a read query after it (503 `graph_timeout`) "
+        "and the client stops waiting for any reply 5 s later, so no request waits on the graph "
+        "forever. 0: no limit.",
     )
     redis_url: str | None = _setting(
         None,
@@ -335,7 +356,15 @@ class Settings(BaseSettings):
         True,
         "AUTOMEM_RECONCILE_ON_START",
         "jobs",
-        "At start, enqueue every memory that lacks its embedding, so a lost queue loses no work.",
+        "At the start of a worker or the API, queue embedding and enrichment of every memory that "
+        "lacks them, so a lost queue or a crash between the graph write and the enqueue loses no work.",
+    )
+    reconcile_interval_seconds: int = _setting(
+        900,
+        "AUTOMEM_RECONCILE_INTERVAL_SECONDS",
+        "jobs",
+        "How often the reconcile job (RQ cron) queues embedding and enrichment of memories that lack "
+        "them, e.g. after an enqueue failed while Redis was unreachable. 0 disables it.",
     )
     purge_interval_seconds: int = _setting(
         3600,
@@ -689,7 +718,16 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def host_is_loopback(host: str) -> bool:
-    if host in ("localhost", "::1") or host.startswith("127."):
+    """A loopback address (127.0.0.0/8, ::1, also IPv4-mapped) or `localhost`. Other names are
+    not: "127.example.com" may resolve anywhere."""
+    name = host.strip()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name.lower() == "localhost":
         return True
-    parsed = urlsplit(f"//{host}")
-    return parsed.hostname in ("localhost", "::1")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or bool(mapped and mapped.is_loopback)

@@ -33,7 +33,10 @@ def parse_iso(value: str) -> datetime:
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError as exc:  # 0001-01-01T00:00+04:00 is before the year 1 in UTC
+        raise ValueError(f"{value!r} is out of range in UTC") from exc
 
 
 def normalize_iso(value: str) -> str:

@@ -34,7 +34,7 @@ from rq.exceptions import SchedulerNotFound
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
 from enrichment.consolidation import TASKS, run_consolidation, task_interval
-from enrichment.jobs import dispatch_intake, purge_deleted
+from enrichment.jobs import dispatch_intake, purge_deleted, reconcile
 
 if TYPE_CHECKING:
     from automem.settings import Settings
@@ -50,6 +50,7 @@ PURGE_JOB = "purge-deleted"
 INTAKE_SWEEP_JOB = "intake-sweep"
 # The intake's safety net: a dispatch job lost with its claim still set is made good this soon.
 INTAKE_SWEEP_SECONDS = 60
+RECONCILE_JOB = "reconcile"
 
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -114,6 +115,17 @@ def build_scheduler(
         failure_ttl=7 * 86400,
         name=INTAKE_SWEEP_JOB,
     )
+    if settings.reconcile_interval_seconds > 0:
+        # Catches work whose enqueue was lost (Redis unreachable for a moment) without a restart.
+        scheduler.register(
+            reconcile,
+            "maintenance",
+            interval=settings.reconcile_interval_seconds,
+            job_timeout=timeout,
+            result_ttl=3600,
+            failure_ttl=7 * 86400,
+            name=RECONCILE_JOB,
+        )
     return scheduler
 
 
@@ -165,9 +177,6 @@ class CronRunner:
 
     def run(self, stop: threading.Event) -> None:
         """Tick until `stop` is set; errors (a store restarting) are logged and retried."""
-        if not scheduled_tasks(self.settings):
-            log.info("consolidation cron: no task enabled")
-            return
         try:
             while not stop.is_set():
                 try:
@@ -202,12 +211,10 @@ def run_forever(settings: Settings) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     runner = CronRunner(
-        settings, redis.Redis.from_url(queue_url), GraphStore.from_url(graph_url, settings.falkordb_graph)
+        settings,
+        redis.Redis.from_url(queue_url),
+        GraphStore.from_url(graph_url, settings.falkordb_graph, settings.graph_timeout_seconds),
     )
-    if not scheduled_tasks(settings):
-        log.info("consolidation cron: no task enabled; idling")
-        stop.wait()
-        return 0
     runner.run(stop)
     return 0
 

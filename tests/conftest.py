@@ -4,7 +4,7 @@ Qdrant Edge shard per test, the app, its test client and a helper that adds the 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from automem.services import Services
 from automem.settings import Settings, registry
 from automem.stores.queue import QUEUE_NAMES
 from enrichment.context import use_services
+from tests.stack import Service, started_services
 
 API_TOKEN = "test-api-token"
 ADMIN_TOKEN = "test-admin-token"
@@ -37,7 +38,8 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def falkordb_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedFalkorDB]:
-    server = EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb"))
+    # No test kills this server, so it skips the per-write fsync of the default `always`.
+    server = EmbeddedFalkorDB(tmp_path_factory.mktemp("falkordb"), appendfsync="everysec")
     server.start()
     yield server
     server.stop()
@@ -130,3 +132,16 @@ def run_jobs(services: Services) -> None:
 @pytest.fixture
 def jobs(services: Services) -> Any:
     return lambda: run_jobs(services)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Callable[..., Service]]:
+    """Starts `automem serve` subprocesses (`stack(env={...})`); all are stopped at teardown."""
+    with started_services(tmp_path) as start:
+        yield start
+
+
+@pytest.fixture
+def service(stack: Callable[..., Service]) -> Service:
+    """One running `automem serve` with default test settings."""
+    return stack()

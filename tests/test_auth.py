@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from flask.testing import FlaskClient
 from automem.app import check_bind_allowed
 from automem.errors import ConfigurationError
 from tests.conftest import API_TOKEN, make_settings
+from tests.test_auth_contract import _path as concrete_path
 
 ROUTES = [
     ("POST", "/memory"),
@@ -30,7 +34,7 @@ def every_protected_route(app: Flask) -> list[tuple[str, str]]:
     for rule in app.url_map.iter_rules():
         if rule.endpoint == "static" or rule.rule.startswith(("/health", "/metrics")):
             continue
-        path = rule.rule.replace("<memory_id>", str(uuid.uuid4()))
+        path = concrete_path(rule.rule)
         routes.extend((method, path) for method in sorted(rule.methods - {"HEAD", "OPTIONS"}))
     return routes
 
@@ -97,3 +101,34 @@ def test_no_token_only_binds_loopback(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="AUTOMEM_API_TOKEN"):
         check_bind_allowed(settings, "0.0.0.0")
     check_bind_allowed(make_settings("redis://127.0.0.1:1", tmp_path), "0.0.0.0")
+    for address in ("::", "10.0.0.7", "127.example.com"):
+        with pytest.raises(ConfigurationError):
+            check_bind_allowed(settings, address)
+    for address in ("::1", "[::1]", "127.0.0.2", "::ffff:127.0.0.1"):
+        check_bind_allowed(settings, address)
+
+
+@pytest.mark.parametrize(
+    ("argv", "env"),
+    [
+        (["--host", "0.0.0.0"], {}),
+        ([], {"AUTOMEM_HOST": "::"}),
+        (["--host", "0.0.0.0"], {"AUTOMEM_API_TOKEN": ""}),
+    ],
+)
+def test_serve_refuses_a_public_address_without_a_token(
+    tmp_path: Path, argv: list[str], env: dict[str, str]
+) -> None:
+    """Through the real CLI: exit code 2, the reason and the fix on stderr, nothing started."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
+    data = tmp_path / "data"
+    result = subprocess.run(
+        [sys.executable, "-m", "automem", "serve", "--data-dir", str(data), *argv],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "refusing to bind" in result.stderr and "AUTOMEM_API_TOKEN" in result.stderr
+    assert not data.exists()  # no FalkorDB was started

@@ -3,6 +3,7 @@ no key or a wrong key → 401 except on public routes; admin routes → 403 with
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from flask import Flask
@@ -14,7 +15,12 @@ from tests.conftest import API_TOKEN
 
 
 def _path(rule: str) -> str:
-    return rule.replace("<memory_id>", str(uuid.uuid4()))
+    """A concrete URL for a Flask rule: every `<converter:name>` gets a value its converter
+    accepts, so routes other branches add (`<int:n>`, `<job_id>`) are reached too."""
+    samples = {"int": "1", "float": "1.5", "path": "a/b"}
+    return re.sub(
+        r"<(?:(\w+)(?:\([^)]*\))?:)?\w+>", lambda m: samples.get(m.group(1) or "", str(uuid.uuid4())), rule
+    )
 
 
 def _call(client: FlaskClient, method: str, rule: str, headers: dict[str, str]) -> int:
@@ -53,3 +59,12 @@ def test_admin_routes_reject_a_user_key(app: Flask, client: FlaskClient) -> None
             json={} if method == "POST" else None,
         )
         assert wrong_admin.status_code == 403, (method, rule)
+
+
+def test_concrete_paths_reach_their_routes(app: Flask) -> None:
+    """Every rule's sample URL is routed to that rule (not a 404), whatever its converters."""
+    adapter = app.url_map.bind("localhost")
+    for method, rule in routes(app):
+        matched, _ = adapter.match(_path(rule), method=method, return_rule=True)
+        assert matched.rule == rule, (method, rule, matched.rule)
+    assert _path("/x/<int:n>/<path:p>/<job_id>").startswith("/x/1/a/b/")

@@ -439,7 +439,17 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
     purge, sweep = registered["purge-deleted"], registered["intake-sweep"]
     assert purge.func_name == "enrichment.jobs.purge_deleted" and purge.interval == 3600
     assert sweep.func_name == "enrichment.jobs.dispatch_intake" and sweep.interval == 60
-    settings = settings.model_copy(update={"purge_interval_seconds": 0})  # consolidation alone below
+    reconcile = registered["reconcile"]
+    assert reconcile.func_name == "enrichment.jobs.reconcile" and reconcile.interval == 900
+    # Purge, reconcile and the intake sweep do not depend on consolidation.
+    no_consolidation = settings.model_copy(update={"consolidation_enabled": False})
+    assert {j.name for j in build_scheduler(no_consolidation, redis_conn, {}).get_jobs()} == {
+        "purge-deleted",
+        "reconcile",
+        "intake-sweep",
+    }
+    # consolidation alone below
+    settings = settings.model_copy(update={"purge_interval_seconds": 0, "reconcile_interval_seconds": 0})
     scheduler = build_scheduler(settings, redis_conn, {})
     jobs = {job.name: job for job in scheduler.get_jobs() if job.name.startswith("consolidation:")}
     assert set(jobs) == {"consolidation:decay", "consolidation:creative", "consolidation:cluster"}
@@ -469,7 +479,9 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
     api: Api, services: Services, corpus: dict[str, str], jobs: Any
 ) -> None:
     conn = services.queue_redis
-    no_purge = services.settings.model_copy(update={"purge_interval_seconds": 0})
+    no_purge = services.settings.model_copy(
+        update={"purge_interval_seconds": 0, "reconcile_interval_seconds": 0}
+    )
     first = CronRunner(no_purge, conn, services.graph)
     second = CronRunner(no_purge, conn, services.graph)
     assert first.tick() <= 30 and second.tick() == 30  # the second waits for the lease

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from automem.api.pending import NOT_IMPLEMENTED
+from automem.services import Services
 from tests.conftest import Api
 
 
@@ -33,3 +35,53 @@ def test_validation_and_conflict_envelopes(api: Api) -> None:
     assert_envelope(api.post("/memory", json={"content": ""}), 400, "invalid_input")
     assert_envelope(api.get(f"/memory/{uuid.uuid4()}"), 404, "not_found")
     assert_envelope(api.client.get("/tags"), 401, "unauthorized")
+
+
+def _raw(api: Api, method: str, path: str, body: str) -> Any:
+    """A request with the body as written: JSON escapes like \\u0000 and \\ud800 reach the server."""
+    return api._call(method, path, data=body, headers={"Content-Type": "application/json"})
+
+
+def test_text_the_stores_cannot_hold_is_a_400_naming_the_field(api: Api, services: Services) -> None:
+    """Found by the fuzzer: a NUL ends FalkorDB's parameter header (the query failed, a 500) and a
+    lone surrogate has no UTF-8 form (a 500 in the client library)."""
+    cases = [
+        ("POST", "/memory", r'{"content": "a\u0000b"}', "content"),
+        ("POST", "/memory", r'{"content": "ok", "tags": ["x", "\ud800"]}', "tags[1]"),
+        ("POST", "/memory", r'{"content": "ok", "metadata": {"k\u0000": 1}}', "metadata.k\\u0000"),
+        (
+            "POST",
+            "/memory/batch",
+            r'{"memories": [{"content": "a"}, {"content": "\udfff"}]}',
+            "memories[1].content",
+        ),
+        ("POST", "/recall", r'{"query": "x", "exclude_tags": ["\ud83d"]}', "exclude_tags[0]"),
+        ("PATCH", f"/memory/{uuid.uuid4()}", r'{"content": "\u0000"}', "content"),
+    ]
+    for method, path, body, field in cases:
+        response = _raw(api, method, path, body)
+        assert_envelope(response, 400, "invalid_input")
+        assert response.get_json()["field"] == field, (path, body, response.get_json())
+    for path in ("/memory/by-tag?tags=a%00b", "/recall?query=a%00", "/tags?prefix=%00"):
+        response = api.get(path)
+        assert_envelope(response, 400, "invalid_input")
+    assert services.graph.counts()["total"] == 0
+    # A surrogate pair is one character (an emoji, as json.dumps writes it by default): fine.
+    assert _raw(api, "POST", "/memory", r'{"content": "party \ud83c\udf89"}').status_code == 201
+
+
+def test_recall_types_of_the_wrong_shape_are_a_400(api: Api) -> None:
+    """Found by the model properties: `types: [null]` or `types: true` raised inside the parser."""
+    for types in ([None], True, 3, [["Decision"]]):
+        response = api.post("/recall", json={"query": "x", "types": types})
+        assert_envelope(response, 400, "invalid_input")
+        assert response.get_json()["field"] == "types"
+
+
+def test_a_date_out_of_range_in_utc_is_a_400(api: Api) -> None:
+    """Found by the fuzzer: year 1 at +04:00 is before year 1 in UTC (an OverflowError, a 500)."""
+    cases = (("t_valid", "0001-01-01T00:00:00+04:00"), ("timestamp", "9999-12-31T23:59:00-05:00"))
+    for field, value in cases:
+        response = api.post("/memory", json={"content": "out of range", field: value})
+        assert_envelope(response, 400, "invalid_input")
+        assert response.get_json()["field"] == field

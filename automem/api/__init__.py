@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
@@ -23,14 +24,60 @@ def services() -> Services:
     return svc
 
 
+# JSON escapes that can decode to text the graph store cannot take: NUL, or half a surrogate pair.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
 def json_body() -> Any:
     """The parsed JSON body; 400 with a clear message when it is missing or malformed."""
-    if not request.get_data(cache=True):
+    raw = request.get_data(cache=True)
+    if not raw:
         raise InvalidInput("a JSON body is required", field="body")
     try:
-        return request.get_json(force=True)
+        body = request.get_json(force=True)
     except BadRequest as exc:
         raise InvalidInput("the request body is not valid JSON", field="body") from exc
+    if _SUSPECT_ESCAPE.search(raw):  # rare: walk the body only then
+        check_storable(body, "")
+    return body
+
+
+def check_storable(value: Any, field: str) -> None:
+    """400 for text the stores cannot hold: FalkorDB takes query parameters as C strings (a NUL
+    cuts the query and fails it) and every store wants UTF-8 (a lone surrogate, which a JSON
+    `\\ud800` escape decodes to, has no encoding). Keys count too; `field` names the place."""
+    if isinstance(value, str):
+        _check_text(value, field or "body")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            path = f"{field}.{key}" if field else str(key)
+            _check_text(str(key), path)
+            check_storable(item, path)
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            check_storable(item, f"{field}[{n}]" if field else f"[{n}]")
+
+
+def check_query_text() -> None:
+    """The query string's share of `check_storable` (it decodes to no surrogates, but %00 is NUL)."""
+    for key, values in request.args.lists():
+        for value in (key, *values):
+            _check_text(value, key)
+
+
+def _check_text(text: str, field: str) -> None:
+    if "\x00" in text:
+        raise InvalidInput(f"{_printable(field)} contains a NUL character", field=_printable(field))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        name = _printable(field)
+        raise InvalidInput(f"{name} contains an unpaired UTF-16 surrogate", field=name) from exc
+
+
+def _printable(field: str) -> str:
+    """The field path as it can be echoed back (itself free of NULs and lone surrogates)."""
+    return field.replace("\x00", "\\u0000").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def change(admin: bool = False, reason_arg: str | None = None) -> Change:

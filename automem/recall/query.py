@@ -8,7 +8,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from werkzeug.datastructures import MultiDict
 
 from automem.classify import MEMORY_TYPES, canonical_type
-from automem.models import _Body, _settings, at_most, check_embedding, check_tags
+from automem.models import EmbeddingField, _Body, _settings, at_most, check_embedding, check_tags
 from automem.tags import normalize_tags, split_tag_input
 
 # Query-string aliases AutoMem clients send, mapped to our field names.
@@ -26,7 +26,7 @@ LIST_FIELDS = ("tags", "exclude_tags", "context_tags", "types")
 
 class RecallQuery(_Body):
     query: str = ""
-    embedding: Any = None
+    embedding: EmbeddingField = None
     limit: int = Field(5, ge=1)
     tags: list[str] = []
     tag_mode: Literal["any", "all"] = "any"
@@ -75,7 +75,12 @@ class RecallQuery(_Body):
     @field_validator("types", mode="before")
     @classmethod
     def _types(cls, value: Any) -> list[str]:
-        names = [] if value is None else normalize_tags(split_tag_input(_joined(value)))
+        if value is None:
+            return []
+        strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not (isinstance(value, str) or strings):
+            raise ValueError("types must be an array of strings or a comma-separated string")
+        names = normalize_tags(split_tag_input(_joined(value)))
         out = []
         for name in names:
             canonical = canonical_type(name)

@@ -197,27 +197,41 @@ class CreateOutcome:
 class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
     """All reads and writes of memories in FalkorDB."""
 
-    def __init__(self, db: FalkorDB, graph_name: str) -> None:
+    def __init__(self, db: FalkorDB, graph_name: str, timeout_seconds: float = 0.0) -> None:
         self.db = db
         self.graph_name = graph_name
         self.graph = db.select_graph(graph_name)
+        # FalkorDB aborts a read query after this; None: no limit.
+        self.read_timeout_ms = int(timeout_seconds * 1000) or None
 
     # --- plumbing -----------------------------------------------------------------------------
     @classmethod
-    def from_url(cls, url: str, graph_name: str) -> GraphStore:
-        return cls(FalkorDB.from_url(url), graph_name)
+    def from_url(cls, url: str, graph_name: str, timeout_seconds: float = 0.0) -> GraphStore:
+        """`timeout_seconds` bounds every query: FalkorDB aborts a read query after it, and the
+        client stops waiting for any reply 5 s later (a write is never aborted half-way, and a
+        hung server must not hold the caller forever). 0: no limit."""
+        socket_timeout = timeout_seconds + 5 if timeout_seconds > 0 else None
+        return cls(FalkorDB.from_url(url, socket_timeout=socket_timeout), graph_name, timeout_seconds)
 
     def _run(self, fn: Callable[[], T]) -> T:
         try:
             return fn()
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
             raise StoreUnavailable(f"graph store unavailable: {exc.__class__.__name__}") from exc
+        except redis.exceptions.ResponseError as exc:
+            if "timed out" in str(exc).lower():
+                raise StoreUnavailable(
+                    f"the graph query ran longer than {self.read_timeout_ms} ms", code="graph_timeout"
+                ) from exc
+            raise
 
     def _query(self, cypher: str, params: dict[str, Any] | None = None) -> Any:
         return self._run(lambda: self.graph.query(cypher_params(params) + cypher))
 
     def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        return self._run(lambda: self.graph.ro_query(cypher_params(params) + cypher)).result_set
+        return self._run(
+            lambda: self.graph.ro_query(cypher_params(params) + cypher, timeout=self.read_timeout_ms)
+        ).result_set
 
     def ping(self) -> bool:
         try:

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import socket
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
 import redis
-from rq import Queue, Retry
+from rq import Queue, Retry, Worker
 from rq.exceptions import NoSuchJobError
+from rq.executions import Execution
 from rq.job import Job, JobStatus
 
 from automem.settings import Settings
@@ -112,6 +115,10 @@ class JobQueue:
         prefix = "reenrich" if force else "enrich"
         func = "enrichment.jobs.enrich_memories"
         return self._enqueue("enrich", func, f"{prefix}-{digest}", list(memory_ids), force)
+
+    def enqueue_reconcile(self) -> bool:
+        """Queue a reconcile pass (one at a time: asking again while it waits is a no-op)."""
+        return self._enqueue("maintenance", "enrichment.jobs.reconcile", "reconcile")
 
     def enqueue_consolidation(self, mode: str, dry_run: bool = False) -> tuple[str, bool]:
         """Queue a consolidation run on `maintenance`; one job id per mode, so asking again while
@@ -294,6 +301,33 @@ class JobQueue:
                     registry.remove(job_id)
         return count
 
+    def recover_abandoned(self) -> list[str]:
+        """Hand the jobs that a dead worker process left running to RQ's abandoned-job handling
+        now (retried while retries are left, else failed); returns their ids.
+
+        RQ finds an abandoned job only when its execution's heartbeat expires: for a SimpleWorker
+        the job timeout + 60 s, and then only at a worker's next maintenance run. Until then its
+        deterministic id still reads "started", so re-queueing the same work is a no-op. A worker
+        is known dead when its Redis key expired or it ran on this host and its process is gone;
+        a worker on another host is left to RQ's heartbeat. Call it before this process's own
+        worker registers (a worker registered under our pid is a previous incarnation)."""
+        recovered: list[str] = []
+        for queue in self.queues.values():
+            registry = queue.started_job_registry
+            dead = [
+                (job_id, execution_id)
+                for job_id, execution_id in registry.get_job_and_execution_ids(cleanup=False)
+                if _execution_worker_dead(self.connection, job_id, execution_id)
+            ]
+            if dead:
+                # Expire these executions, then let RQ's own cleanup retry or fail them.
+                self.connection.zadd(registry.key, {f"{j}:{e}": 0 for j, e in dead}, xx=True)
+                registry.cleanup()
+                recovered += [job_id for job_id, _ in dead]
+        if recovered:
+            log.warning("recovered %d job(s) abandoned by a dead worker: %s", len(recovered), recovered)
+        return recovered
+
     def failed_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for name, queue in self.queues.items():
@@ -308,6 +342,37 @@ def _pair(item: bytes | str) -> tuple[str, str]:
     text = item.decode() if isinstance(item, bytes) else item
     left, _, right = text.partition("|")
     return left, right
+
+
+def _execution_worker_dead(connection: redis.Redis, job_id: str, execution_id: str) -> bool:
+    try:
+        name = Execution.fetch(execution_id, job_id, connection).worker_name
+    except ValueError:
+        return False  # the execution's record expired: RQ's cleanup sees it as expired too
+    if not name:
+        return False
+    worker = Worker.find_by_key(Worker.redis_worker_namespace_prefix + name, connection=connection)
+    if worker is None:
+        return True  # no heartbeat for the worker TTL
+    if worker.hostname != socket.gethostname():
+        return False
+    # Our own pid under another worker name: a previous incarnation (e.g. a restarted container).
+    if worker.pid == os.getpid() or not _process_alive(worker.pid):
+        worker.register_death()
+        return True
+    return False
+
+
+def _process_alive(pid: int | None) -> bool:
+    if not pid:
+        return True  # unknown: leave the job to RQ's heartbeat
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _digest(parts: Iterable[str]) -> str:
