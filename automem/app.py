@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import uuid
 from typing import Any
@@ -11,7 +12,7 @@ import redis
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from automem import jsonio, ratelimit
+from automem import jsonio, metrics, ratelimit
 from automem.api import check_query_text
 from automem.auth import check_api_key
 from automem.errors import AutomemError, ConfigurationError, envelope
@@ -49,6 +50,7 @@ def create_app(
     _register_blueprints(app)
     _register_hooks(app, settings)
     ratelimit.init_app(app, settings, svc.queue_redis)
+    metrics.init_app(app)
     _register_error_handlers(app)
     if start_vector_drain and svc.vectors is not None and settings.resolved_vector_backend() == "edge":
         _start_vector_drain(app, svc)
@@ -76,7 +78,7 @@ def _register_blueprints(app: Flask) -> None:
         health,
         insights,
         memories,
-        pending,
+        metrics,
         recall,
         tags,
     )
@@ -92,8 +94,8 @@ def _register_blueprints(app: Flask) -> None:
         consolidation,
         admin,
         backup,
+        metrics,
         docs,
-        pending,
     ):
         app.register_blueprint(module.bp)
 
@@ -101,7 +103,7 @@ def _register_blueprints(app: Flask) -> None:
 def _register_hooks(app: Flask, settings: Settings) -> None:
     @app.before_request
     def _request_context() -> None:
-        g.request_id = request.headers.get("X-Request-ID") or uuid.uuid4().hex
+        g.request_id = _request_id(request.headers.get("X-Request-ID"))
         check_api_key(settings)
         check_query_text()
 
@@ -109,6 +111,16 @@ def _register_hooks(app: Flask, settings: Settings) -> None:
     def _request_id_header(response: Response) -> Response:
         response.headers["X-Request-ID"] = getattr(g, "request_id", "")
         return response
+
+
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+def _request_id(given: str | None) -> str:
+    """The client's X-Request-ID when it is a plain token (it goes into every log line), else a new one."""
+    if given and _REQUEST_ID.fullmatch(given):
+        return given
+    return uuid.uuid4().hex
 
 
 def _register_error_handlers(app: Flask) -> None:

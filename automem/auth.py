@@ -37,13 +37,17 @@ def presented_token(settings: Settings) -> str | None:
     return None
 
 
-def is_public(path: str) -> bool:
-    return any(path == p or path.startswith(p + "/") for p in PUBLIC_PATHS)
+def is_public(path: str, settings: Settings | None = None) -> bool:
+    """/health always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
+    public: tuple[str, ...] = PUBLIC_PATHS
+    if settings is not None and settings.metrics_require_key:
+        public = tuple(p for p in PUBLIC_PATHS if p != "/metrics")
+    return any(path == p or path.startswith(p + "/") for p in public)
 
 
 def check_api_key(settings: Settings) -> None:
     """Before every request: 401 unless the route is public or the token matches."""
-    if request.method == "OPTIONS" or is_public(request.path) or not settings.api_token:
+    if request.method == "OPTIONS" or is_public(request.path, settings) or not settings.api_token:
         return
     if not _matches(presented_token(settings), settings.api_token):
         raise Unauthorized("missing or invalid API token (send X-API-Key or Authorization: Bearer)")

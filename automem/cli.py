@@ -9,10 +9,11 @@ import os
 import runpy
 import socket
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from automem import docsgen
+from automem import docsgen, logs
 from automem.errors import ConfigurationError
 from automem.settings import Settings, load_settings
 
@@ -43,6 +44,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     argv = api_command(settings, settings.host, settings.port)
     argv[argv.index("--workers") + 1] = str(settings.api_processes)
+    from automem.metrics import MULTIPROC_ENV
+
+    if settings.api_processes > 1 and not os.environ.get(MULTIPROC_ENV):
+        # Several processes answer /metrics in turn: each must see all of their histograms.
+        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="automem-metrics-")
     os.execv(argv[0], argv)
     return 0  # not reached
 
@@ -336,10 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=os.environ.get("AUTOMEM_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(os.environ.get("AUTOMEM_LOG_LEVEL", "INFO"), os.environ.get("AUTOMEM_LOG_FORMAT", "json"))
     try:
         return int(args.func(args))
     except ConfigurationError as exc:

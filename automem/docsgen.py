@@ -306,8 +306,6 @@ def _auth_text(op: dict[str, Any]) -> str:
 
 def _operation_section(method: str, path: str, op: dict[str, Any]) -> list[str]:
     lines = [f"### `{method.upper()} {path}`", "", op["summary"] + "."]
-    if op.get("x-not-implemented"):
-        lines += ["", "**Not implemented yet**: answers 501 `not_implemented` with the error envelope."]
     auth = {
         "public": "none",
         "key": "API key",
@@ -355,7 +353,7 @@ def render_api_reference(spec: dict[str, Any] | None = None) -> str:
     ]
     for path, method, op in ops:
         success = next(iter(op["responses"]))
-        summary = op["summary"] + (" (501: not implemented yet)" if op.get("x-not-implemented") else "")
+        summary = op["summary"]
         link = f"[`{path}`](#{_anchor(f'{method} {path}')})"
         lines.append(f"| `{method.upper()}` | {link} | {_cell(summary)} | {_auth_text(op)} | {success} |")
     lines += ["", "## Routes", ""]

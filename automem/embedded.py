@@ -61,7 +61,7 @@ class EmbeddedFalkorDB:
     """A FalkorDB server owned by this process, persisting to `<data_dir>/falkordb`."""
 
     data_dir: Path
-    appendfsync: str = "always"  # see AUTOMEM_FALKORDB_APPENDFSYNC
+    appendfsync: str = "no"  # see AUTOMEM_FALKORDB_APPENDFSYNC
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)
@@ -206,6 +206,8 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),
+        "--config",
+        "python:automem.gunicorn_conf",  # JSON logs, prometheus multiprocess cleanup
         "automem.app:create_app()",
     ]
 

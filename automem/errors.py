@@ -68,11 +68,6 @@ class StoreUnavailable(AutomemError):
     code = "graph_unavailable"
 
 
-class NotImplementedFeature(AutomemError):
-    status = 501
-    code = "not_implemented"
-
-
 class ConfigurationError(Exception):
     """The service cannot start with this configuration; the message names the fix."""
 

@@ -3,8 +3,7 @@
 The paths come from the app's own URL map, and each route's description from OPERATIONS, which
 names its request model (the same pydantic class the route validates with). A route without an
 entry, or an entry without a route, makes `tests/test_openapi.py` fail, so the document cannot
-drift from the routes. Routes that still answer 501 (`automem.api.pending`) are listed with
-`x-not-implemented: true` and only a 501 response.
+drift from the routes.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from automem import __version__
 from automem.api.consolidation import ConsolidateRequest
-from automem.api.pending import NOT_IMPLEMENTED
 from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
@@ -198,7 +196,9 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Consolidation schedule and history", response=ConsolidationStatus
     ),
     ("GET", "/openapi.json"): Operation("This document"),
-    ("GET", "/metrics"): Operation("Prometheus metrics", public=True),
+    ("GET", "/metrics"): Operation(
+        "Prometheus metrics (text exposition format)", public=True, produces="text/plain"
+    ),
     ("GET", "/memory/<memory_id>/history"): Operation(
         "Audit trail of a memory, newest first", query=HistoryQuery, response=HistoryResponse
     ),
@@ -262,10 +262,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for method, rule in sorted(routes(app)):
         op = OPERATIONS.get((method, rule)) or Operation("(undocumented)")
-        pending = (method, rule) in NOT_IMPLEMENTED
-        paths.setdefault(_openapi_path(rule), {})[method.lower()] = _operation(
-            method, rule, op, schemas, pending
-        )
+        paths.setdefault(_openapi_path(rule), {})[method.lower()] = _operation(method, rule, op, schemas)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -286,14 +283,12 @@ def build_spec(app: Flask) -> dict[str, Any]:
     }
 
 
-def _operation(
-    method: str, rule: str, op: Operation, schemas: dict[str, Any], pending: bool
-) -> dict[str, Any]:
+def _operation(method: str, rule: str, op: Operation, schemas: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "summary": op.summary,
         "operationId": _operation_id(method, rule),
         "parameters": _path_parameters(rule) + (_query_parameters(op.query, schemas) if op.query else []),
-        "responses": _responses(op, pending, schemas, _rate_limited(method, rule)),
+        "responses": _responses(op, schemas, _rate_limited(method, rule)),
     }
     if op.body is not None:
         models = op.body if isinstance(op.body, tuple) else (op.body,)
@@ -310,8 +305,6 @@ def _operation(
         out["security"] = []
     elif op.admin:
         out["security"] = [{"apiKey": [], "adminToken": []}, {"bearer": [], "adminToken": []}]
-    if pending:
-        out["x-not-implemented"] = True
     return out
 
 
@@ -319,10 +312,8 @@ def _rate_limited(method: str, rule: str) -> bool:
     return method in _RATE_LIMITED_METHODS and (method, rule) not in _NOT_RATE_LIMITED
 
 
-def _responses(op: Operation, pending: bool, schemas: dict[str, Any], rate_limited: bool) -> dict[str, Any]:
+def _responses(op: Operation, schemas: dict[str, Any], rate_limited: bool) -> dict[str, Any]:
     error = {"application/json": {"schema": {"$ref": _SCHEMA_REF.format(model="ErrorEnvelope")}}}
-    if pending:
-        return {"501": {"description": "not implemented yet", "content": error}}
     content = (
         {op.produces: {"schema": {"type": "string", "contentMediaType": op.produces}}}
         if op.produces

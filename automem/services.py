@@ -18,6 +18,7 @@ from automem.embedding import EmbeddingProvider, build_provider
 from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.idempotency import IdempotencyStore
 from automem.memories import MemoryService
+from automem.metrics import MeteredEmbedder
 from automem.settings import Settings
 from automem.stores.graph import GraphStore
 from automem.stores.queue import JobQueue
@@ -91,7 +92,8 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     graph_url, queue_url = _require_url(settings)
     graph = GraphStore.from_url(graph_url, settings.falkordb_graph, settings.graph_timeout_seconds)
     queue_redis = redis.Redis.from_url(queue_url)
-    embedder, warnings = build_provider(settings)
+    provider, warnings = build_provider(settings)
+    embedder = MeteredEmbedder(provider, queue_redis)
     vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None
     graph.ensure_schema(embedder.dimension)
     sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch)

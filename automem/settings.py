@@ -91,6 +91,13 @@ class Settings(BaseSettings):
     log_level: str = _setting(
         "INFO", "AUTOMEM_LOG_LEVEL", "server", "Log level (DEBUG, INFO, WARNING, ERROR)."
     )
+    log_format: Literal["json", "text"] = _setting(
+        "json",
+        "AUTOMEM_LOG_FORMAT",
+        "server",
+        "`json`: one JSON object per line (time, level, logger, pid, message, request_id); `text`: "
+        "plain lines.",
+    )
 
     # --- auth ---------------------------------------------------------------------------------
     api_token: str | None = _setting(
@@ -108,6 +115,12 @@ class Settings(BaseSettings):
         "Admin token for destructive and maintenance routes (header X-Admin-Token). Unset: admin "
         "routes answer 403.",
         secret=True,
+    )
+    metrics_require_key: bool = _setting(
+        False,
+        "AUTOMEM_METRICS_REQUIRE_KEY",
+        "auth",
+        "Ask for the API key on GET /metrics too (off: Prometheus scrapes it without one, like /health).",
     )
     allow_query_token: bool = _setting(
         True,
@@ -136,14 +149,16 @@ class Settings(BaseSettings):
         "memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories."
     )
     falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
-        "always",
+        "no",
         "AUTOMEM_FALKORDB_APPENDFSYNC",
         "stores",
-        "AOF fsync policy of the embedded FalkorDB. `always`: a write is on disk before it is "
-        "acknowledged, so neither a crash of FalkorDB nor a power loss loses it. `everysec` is about "
-        "twice as fast for single writes, but while a background fsync runs long (a busy disk) Redis "
-        "holds back the AOF write for up to 2 s and still acknowledges: a kill -9 of FalkorDB then "
-        "loses acknowledged writes (measured in benchmarks/aof_durability.md). `no`: the OS decides.",
+        "AOF fsync policy of FalkorDB (the embedded one, and the compose and Helm defaults). `no`: "
+        "Redis writes every command to the AOF file before it replies and leaves the flush to disk "
+        "to the kernel, so a crash of FalkorDB or of any other process loses no acknowledged write; "
+        "only a kernel crash or power loss can lose the last seconds. `always`: also survives a "
+        "power loss, at about half the write throughput. `everysec` (Redis's default) holds the "
+        "AOF write back for up to 2 s while a slow fsync runs and still acknowledges, so a kill -9 "
+        "can lose acknowledged writes. Measured in benchmarks/aof_durability.md.",
     )
     graph_timeout_seconds: float = _setting(
         30.0,

@@ -9,7 +9,6 @@ from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
 
-from automem.api.pending import NOT_IMPLEMENTED
 from automem.openapi import OPERATIONS, build_spec, routes
 from tests.conftest import Api
 
@@ -52,16 +51,15 @@ def test_request_bodies_come_from_the_route_models(app: Flask) -> None:
     }
 
 
-def test_security_admin_and_pending_markers(app: Flask) -> None:
+def test_security_admin_and_media_types(app: Flask) -> None:
     spec = build_spec(app)
     assert spec["paths"]["/health"]["get"]["security"] == []
     reembed = spec["paths"]["/admin/reembed"]["post"]
     assert {"apiKey": [], "adminToken": []} in reembed["security"]
     assert "403" in reembed["responses"]
-    for method, rule in NOT_IMPLEMENTED:
-        op = spec["paths"][rule.replace("<", "{").replace(">", "}")][method.lower()]
-        assert op.get("x-not-implemented") is True
-        assert set(op["responses"]) == {"501"}
+    assert set(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
+    assert set(spec["paths"]["/backup"]["get"]["responses"]["200"]["content"]) == {"application/gzip"}
+    assert set(spec["paths"]["/admin/restore"]["post"]["requestBody"]["content"]) == {"application/gzip"}
 
 
 def _served(api: Api) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, request
 
+from automem import metrics
 from automem.api import json_body, respond, services
 from automem.errors import InvalidInput
 from automem.models import parse
@@ -22,9 +23,11 @@ def engine() -> RecallEngine:
 def _run(data: dict[str, object]) -> tuple[Response, int]:
     query = parse(RecallQuery, data, services().settings)
     try:
-        return respond(engine().recall(query))
+        body = engine().recall(query)
     except TimeQueryError as exc:
         raise InvalidInput(str(exc), field=exc.field) from exc
+    metrics.observe_recall(body["timings_ms"])
+    return respond(body)
 
 
 @bp.get("/recall")

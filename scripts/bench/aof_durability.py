@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from automem.embedded import EmbeddedFalkorDB, free_port  # noqa: E402
 
-POLICIES = ("everysec", "always")
+POLICIES = ("everysec", "always", "no")
 TOKEN = "bench-token"
 
 
