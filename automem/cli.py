@@ -77,6 +77,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from enrichment.jobs import reconcile
 
     svc = current_services()
+    if svc.settings.worker_nice > 0:
+        os.nice(min(19, svc.settings.worker_nice))
     svc.jobs.recover_abandoned()  # before reconcile: their ids must not read "started" any more
     if svc.settings.reconcile_on_start and not args.no_reconcile:
         logging.getLogger("automem").info("reconcile: %s", reconcile())

@@ -88,6 +88,14 @@ class Settings(BaseSettings):
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
+    worker_nice: int = _setting(
+        10,
+        "AUTOMEM_WORKER_NICE",
+        "server",
+        "Niceness an RQ worker process gives itself at start (0-19): background work (embedding, "
+        "enrichment, consolidation) yields the CPU to the API when both want it. 0 keeps the "
+        "default priority.",
+    )
     log_level: str = _setting(
         "INFO", "AUTOMEM_LOG_LEVEL", "server", "Log level (DEBUG, INFO, WARNING, ERROR)."
     )

@@ -159,7 +159,12 @@ def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
         response = svc.http.post("/memory", json={"content": "Embedded by a slow remote model."})
         assert response.status_code == 201
         memory_id = response.json()["memory_id"]
-        [job_id] = wait_until(lambda: running.get_job_ids(), 30, "the embedding job never started")
+        # (The intake's dispatch job runs first on this queue; the embedding job is `embed-<digest>`.)
+        [job_id] = wait_until(
+            lambda: [j for j in running.get_job_ids() if j.startswith("embed-")],
+            30,
+            "the embedding job never started",
+        )
         wait_until(lambda: stub.requests_to("/embeddings"), 30, "the job never called the endpoint")
         job = Job.fetch(job_id, connection=conn)
         assert job.get_status() == JobStatus.STARTED and memory_id in job.args[0]
