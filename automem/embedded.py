@@ -203,6 +203,8 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "15",
         "--timeout",
         str(settings.api_timeout_seconds),
+        "--keep-alive",
+        str(settings.api_keepalive_seconds),
         "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),

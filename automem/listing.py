@@ -27,7 +27,6 @@ from automem.stores.vectors.base import (
     Filter,
     Match,
     Range,
-    VectorRecord,
     VectorStore,
 )
 from automem.timeutil import format_utc
@@ -96,12 +95,14 @@ def sort_exactly(docs: Sequence[dict[str, Any]], order: Order) -> list[dict[str,
     return out
 
 
-def current_docs(graph: GraphStore, records: Sequence[VectorRecord]) -> dict[str, dict[str, Any]]:
+def current_docs(graph: GraphStore, store: VectorStore, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The memories whose payload is the graph's current state, as docs (with the graph's
-    `last_accessed`, which accesses change without bumping `rev`); lagging ones are left out."""
-    if not records:
+    `last_accessed`, which accesses change without bumping `rev`); lagging ones are left out.
+    (Reading the revs in another thread while the payloads are read gains nothing: a shard
+    call holds the GIL.)"""
+    if not ids:
         return {}
-    fresh = graph.freshness([r.id for r in records])
+    records, fresh = store.retrieve(ids), graph.freshness(ids)
     docs: dict[str, dict[str, Any]] = {}
     for record in records:
         if record.id not in fresh or not all(key in record.payload for key in PAYLOAD_NEEDS):
@@ -118,7 +119,7 @@ def listed_docs(
     """The first `count` memories of `flt` in `order`, read from current payloads; None when a
     payload lags the graph (the caller then asks the graph)."""
     ids = top_ids(store, flt, order, count)
-    docs = current_docs(graph, store.retrieve(ids))
+    docs = current_docs(graph, store, ids)
     if len(docs) != len(ids):
         return None
     return sort_exactly(list(docs.values()), order)

@@ -85,6 +85,14 @@ class Settings(BaseSettings):
         "bounded by AUTOMEM_GRAPH_TIMEOUT_SECONDS, QDRANT_TIMEOUT_SECONDS, "
         "RECALL_CHANNEL_TIMEOUT_SECONDS and the embedding and LLM timeouts.",
     )
+    api_keepalive_seconds: int = _setting(
+        75,
+        "AUTOMEM_API_KEEPALIVE_SECONDS",
+        "server",
+        "gunicorn --keep-alive: how long an idle client connection stays open. gunicorn's 2 s "
+        "default closes pooled connections while clients still reuse them (a 'server disconnected' "
+        "race); idle connections cost no thread with the gthread worker.",
+    )
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
@@ -357,7 +365,7 @@ class Settings(BaseSettings):
         "A recall channel slower than this is dropped from the answer (reported in `degraded`).",
     )
     recall_exact_search_limit: int = _setting(
-        20_000,
+        5_000,
         "RECALL_EXACT_SEARCH_LIMIT",
         "recall",
         "Embedded mode: up to this many vectors the vector channel searches the Qdrant Edge shard "
@@ -373,6 +381,13 @@ class Settings(BaseSettings):
         "AUTOMEM_JOB_RETRY_INTERVALS",
         "jobs",
         "Seconds between retries of a failed background job (comma list; its length is the retry count).",
+    )
+    access_flush_delay_seconds: float = _setting(
+        5.0,
+        "AUTOMEM_ACCESS_FLUSH_DELAY_SECONDS",
+        "jobs",
+        "Recalled memories' last_accessed and access counts are written this long after the first "
+        "recall of a batch, all at once (a graph write per recall would stall the next reads).",
     )
     job_timeout_seconds: int = _setting(300, "AUTOMEM_JOB_TIMEOUT_SECONDS", "jobs", "Timeout of one job.")
     reconcile_on_start: bool = _setting(

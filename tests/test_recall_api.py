@@ -319,6 +319,22 @@ def test_access_bookkeeping_happens_off_the_request_path(api: Api, services: Ser
     assert counted[0] == 2 and counted[1] > before["last_accessed"] and counted[2] == before["version"]
 
 
+def test_access_bookkeeping_waits_to_batch_many_recalls(
+    api: Api, services: Services, jobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rq import Queue
+
+    memory_id = store(api, "Alerts page the on-call engineer", tags=["acc"])
+    jobs()
+    delayed = services.settings.model_copy(update={"access_flush_delay_seconds": 5.0})
+    monkeypatch.setattr(services.jobs, "settings", delayed)
+    for _ in range(3):
+        assert recall(api, query="on-call alerts", tags=["acc"])["results"][0]["id"] == memory_id
+    maintenance = Queue("maintenance", connection=services.queue_redis)
+    # One flush for the three recalls, waiting in RQ's scheduled registry, none queued yet.
+    assert maintenance.count == 0 and maintenance.scheduled_job_registry.count == 1
+
+
 # --- payload copies stand in for the graph only when current ----------------------------------
 def test_a_lagging_payload_never_answers(api: Api, services: Services, jobs: Any) -> None:
     memory_id = store(api, "The staging cluster runs on spot instances", tags=["infra"])

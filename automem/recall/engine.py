@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 Hit = tuple[str, float, dict[str, Any]]
 FINAL_SPARE = 3  # extra candidates confirmed against the graph, for duplicates and lagging payloads
-ANN_OVERFETCH = 4  # the graph's HNSW search returns this many times the candidates, before filters
+ANN_OVERFETCH = 2  # the graph's HNSW search returns this many times the candidates, before filters
 POINT_COUNT_TTL = 30.0
 
 
@@ -268,7 +268,7 @@ class RecallEngine:
             return {}
         docs: dict[str, dict[str, Any]] = {}
         if self.svc.vectors is not None:
-            docs = current_docs(self.svc.graph, self.svc.vectors.retrieve(ids))
+            docs = current_docs(self.svc.graph, self.svc.vectors, ids)
         missing = [i for i in ids if i not in docs]
         if missing:
             docs.update({d["id"]: d for d in self.svc.graph.get_memories(missing, view="recall")})

@@ -202,9 +202,22 @@ class JobQueue:
         pipe.set(ACCESS_FLUSH_PENDING, "1", nx=True, ex=300)
         _, claimed = pipe.execute()
         if claimed:
-            self.queues["maintenance"].enqueue(
-                "enrichment.jobs.flush_access", job_id="access-flush", result_ttl=0, failure_ttl=3600
+            # Its own id each time (see enqueue_dispatch). Delayed, so the accesses of many recalls
+            # go into one graph write instead of a write per recall, which stalls reads meanwhile.
+            self._enqueue_maybe_later(
+                "maintenance",
+                "enrichment.jobs.flush_access",
+                self.settings.access_flush_delay_seconds,
+                job_id=f"access-flush-{uuid.uuid4().hex}",
+                result_ttl=0,
+                failure_ttl=3600,
             )
+
+    def _enqueue_maybe_later(self, queue: str, func: str, delay: float, **options: Any) -> None:
+        if delay > 0:
+            self.queues[queue].enqueue_in(timedelta(seconds=delay), func, **options)
+        else:
+            self.queues[queue].enqueue(func, **options)
 
     def take_access_log(self, batch: int) -> list[tuple[str, str, int | None]]:
         """Pop up to `batch` logged accesses as (memory_id, at, version seen or None); releases

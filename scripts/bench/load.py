@@ -259,7 +259,11 @@ def wait_drained(client: httpx.Client, timeout: float, poll: float = 2.0) -> dic
     last: dict[str, Any] = {}
     enriching = bool(client.get("/enrichment/status").json().get("enabled"))
     while time.perf_counter() - start < timeout:
-        health = client.get("/health").json()
+        try:
+            health = client.get("/health").json()
+        except httpx.TransportError:
+            time.sleep(poll)
+            continue
         counts = health.get("counts") or {}
         depths = (health.get("queues") or {}).get("depths") or {}
         last = {
