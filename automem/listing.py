@@ -8,10 +8,10 @@ in any order, so the exact order (e.g. importance desc, timestamp desc, id asc) 
 the page's boundary: every point before the boundary value is already in the page, and the
 boundary's ties are listed by the next field, down to the id.
 
-The payloads answer only when they are the graph's state: the caller's vector store must have
-no handed-off writes waiting (`VectorSync.backlog() == 0`, so no change is missing from the
-index) and every listed memory's payload must carry the graph's `rev`. Otherwise the caller
-asks the graph.
+The index answers only when it is the graph's state: the caller's vector store must have no
+handed-off writes waiting (`VectorSync.backlog() == 0`, so no change is missing from it) and
+every listed point's payload must carry its memory's `rev`. Otherwise the caller asks the graph.
+The memories themselves are always read from the graph.
 """
 
 from __future__ import annotations
@@ -40,8 +40,6 @@ ORDERS: dict[str, tuple[SortKey, ...]] = {
     "time_asc": (("timestamp", False),),
 }
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-# A payload written before these fields joined it cannot stand in for a graph read.
-PAYLOAD_NEEDS = ("created_at", "enriched", "embedded", "tag_prefixes", "metadata")
 
 
 def tag_filter(
@@ -95,31 +93,16 @@ def sort_exactly(docs: Sequence[dict[str, Any]], order: Order) -> list[dict[str,
     return out
 
 
-def current_docs(graph: GraphStore, store: VectorStore, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The memories whose payload is the graph's current state, as docs (with the graph's
-    `last_accessed`, which accesses change without bumping `rev`); lagging ones are left out.
-    (Reading the revs in another thread while the payloads are read gains nothing: a shard
-    call holds the GIL.)"""
-    if not ids:
-        return {}
-    records, fresh = store.retrieve(ids), graph.freshness(ids)
-    docs: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if record.id not in fresh or not all(key in record.payload for key in PAYLOAD_NEEDS):
-            continue
-        rev, last_accessed = fresh[record.id]
-        if int(record.payload.get("rev") or -1) == rev:
-            docs[record.id] = {**record.payload, "id": record.id, "last_accessed": last_accessed}
-    return docs
-
-
 def listed_docs(
     graph: GraphStore, store: VectorStore, flt: Filter, order: Order, count: int
 ) -> list[dict[str, Any]] | None:
-    """The first `count` memories of `flt` in `order`, read from current payloads; None when a
-    payload lags the graph (the caller then asks the graph)."""
+    """The first `count` memories of `flt` in `order`, read from the graph; None when a listed
+    point's payload lags its memory (the caller then asks the graph to sort)."""
     ids = top_ids(store, flt, order, count)
-    docs = current_docs(graph, store, ids)
-    if len(docs) != len(ids):
+    if not ids:
+        return []
+    revs = {r.id: int(r.payload.get("rev") or -1) for r in store.retrieve(ids)}
+    docs = graph.get_memories(ids, view="recall")
+    if len(docs) != len(ids) or any(revs.get(d["id"]) != d["rev"] for d in docs):
         return None
-    return sort_exactly(list(docs.values()), order)
+    return sort_exactly(docs, order)

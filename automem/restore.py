@@ -167,6 +167,8 @@ class _Writer:
         self.nodes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         self.edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         self.points: list[VectorPoint] = []
+        # The keyword index's text of each memory: vector payloads carry filter fields only.
+        self.texts: dict[str, str] = {}
         self.counts: dict[str, int] = defaultdict(int)
         self.skipped_edges = 0
 
@@ -174,6 +176,8 @@ class _Writer:
         kind = record["kind"]
         if kind == "memory":
             self.memories.append({"props": record["props"], "embedding": record.get("embedding")})
+            if self.use_vectors:
+                self.texts[str(record["props"].get("id"))] = keyword_text(record["props"])
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):
@@ -191,7 +195,7 @@ class _Writer:
         elif kind == "vector" and self.use_vectors:
             self.flush_edges()
             payload = record["payload"]
-            text = keyword_text(payload)
+            text = self.texts.get(record["id"]) or keyword_text(payload)  # older archives: fat payloads
             self.points.append(VectorPoint(record["id"], record.get("vector"), payload, text))
             if len(self.points) >= NODE_BATCH:
                 self._flush_points()

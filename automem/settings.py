@@ -382,6 +382,13 @@ class Settings(BaseSettings):
         "jobs",
         "Seconds between retries of a failed background job (comma list; its length is the retry count).",
     )
+    intake_delay_seconds: float = _setting(
+        1.0,
+        "AUTOMEM_INTAKE_DELAY_SECONDS",
+        "jobs",
+        "New memories wait this long in the intake before one dispatch job puts them all in "
+        "embedding and enrichment jobs (a job per write costs the write path ~1 ms).",
+    )
     access_flush_delay_seconds: float = _setting(
         5.0,
         "AUTOMEM_ACCESS_FLUSH_DELAY_SECONDS",

@@ -64,7 +64,9 @@ def make_settings(url: str, data_dir: Path, **overrides: Any) -> Settings:
         "api_token": API_TOKEN,
         "admin_token": ADMIN_TOKEN,
         "job_retry_intervals": "",
-        "access_flush_delay_seconds": 0,  # run_jobs() has no RQ scheduler to release delayed jobs
+        # run_jobs() has no RQ scheduler to release delayed jobs
+        "access_flush_delay_seconds": 0,
+        "intake_delay_seconds": 0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -94,11 +94,10 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
         content = patch.get("content", doc["content"])
         assert doc["tags"] == patch["tags"] and doc["importance"] == 0.9 and doc["content"] == content
         assert doc["embedding_hash"] == doc["content_hash"]
-        payload = points[memory_id].payload
-        assert payload["tags"] == patch["tags"] and payload["content"] == content
-        assert payload["metadata"]["n"] == patch["metadata"]["n"]
-        assert payload["metadata"] == json.loads(doc["metadata"])  # enrichment's run info included
-        assert payload["rev"] == doc["rev"]
+        assert json.loads(doc["metadata"])["n"] == patch["metadata"]["n"]
+        payload = points[memory_id].payload  # the filter fields, at the graph's rev
+        assert payload["tags"] == patch["tags"] and payload["importance"] == 0.9
+        assert payload["rev"] == doc["rev"] and payload["state"] == "active"
         expected_vector = svc.embedder.embed_one(content)
         assert points[memory_id].vector is not None
         assert max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True)) < 1e-4

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, TypeVar
 
 from automem.errors import InvalidInput
-from automem.listing import current_docs, listed_docs
+from automem.listing import listed_docs
 from automem.memories import DEFAULT_TENANT, content_hash, public_memory
 from automem.recall.expansion import expand
 from automem.recall.filters import RecallFilter
@@ -260,19 +260,10 @@ class RecallEngine:
         return confirmed
 
     def _hydrate_ids(self, ids: list[str]) -> dict[str, dict[str, Any]]:
-        """Memories as the graph has them now. A vector payload whose rev equals the graph's is
-        the graph's state (every change but an access bumps rev and rewrites the payload), and
-        reading it plus (rev, last_accessed) costs a third of reading the graph's fields; a
-        payload that lags, or lacks a field, is replaced by the graph read."""
+        """Memories as the graph has them now (what recall shows and filters on)."""
         if not ids:
             return {}
-        docs: dict[str, dict[str, Any]] = {}
-        if self.svc.vectors is not None:
-            docs = current_docs(self.svc.graph, self.svc.vectors, ids)
-        missing = [i for i in ids if i not in docs]
-        if missing:
-            docs.update({d["id"]: d for d in self.svc.graph.get_memories(missing, view="recall")})
-        return docs
+        return {d["id"]: d for d in self.svc.graph.get_memories(ids, view="recall")}
 
     def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
         """The best `limit` distinct memories at or above `min_score`, confirmed by the graph."""

@@ -80,7 +80,6 @@ RECALL_FIELDS = tuple(
         "classification",
         "seq_scope",
         "deleted_at",
-        "rev",
         "summary",
     )
 )
@@ -484,12 +483,6 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         projection = _PROJECTION_WITH_EMBEDDING if with_embedding else _PROJECTION
         cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {projection}"
         return [_doc(row, with_embedding) for row in self._ro(cypher, {"ids": list(ids)})]
-
-    def freshness(self, ids: Sequence[str]) -> dict[str, tuple[int, str | None]]:
-        """(rev, last_accessed) of each memory: enough to tell whether a payload copy is current
-        (every change but an access bumps rev) at a fraction of a full read."""
-        cypher = "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.rev, m.last_accessed"
-        return {mid: (int(rev or 0), at) for mid, rev, at in self._ro(cypher, {"ids": list(ids)})}
 
     def by_tag(
         self,

@@ -157,9 +157,12 @@ class JobQueue:
     def enqueue_dispatch(self) -> None:
         # Its own id each time: a dispatch that is running has released the claim, and the next
         # one must not replace its job record. At the front, so new work is not stuck behind a
-        # long embedding backlog.
-        self.queues["embed"].enqueue(
+        # long embedding backlog. After AUTOMEM_INTAKE_DELAY_SECONDS, so that under a stream of
+        # writes one dispatch (and one RQ enqueue, ~1 ms) serves a second's worth of them.
+        self._enqueue_maybe_later(
+            "embed",
             "enrichment.jobs.dispatch_intake",
+            self.settings.intake_delay_seconds,
             job_id=f"intake-{uuid.uuid4().hex}",
             at_front=True,
             result_ttl=0,
