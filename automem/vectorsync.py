@@ -69,26 +69,36 @@ class VectorSync:
     def owns_vectors(self) -> bool:
         return self.vectors is not None
 
-    def request(self, ids: Sequence[str]) -> None:
-        """Bring these memories' vectors up to date, here or through the owner."""
+    def request(self, ids: Sequence[str], payload_only: bool = False) -> None:
+        """Bring these memories' points up to date, here or through the owner. `payload_only`:
+        the caller changed neither content, timestamp nor embedding (enrichment, classification,
+        consolidation), so only the payloads are rewritten: no embedding is read back from the
+        graph (parsing 384 floats a memory was most of the owner's work while enrichment ran)."""
         if not ids:
             return
         if self.vectors is not None:
-            self.apply(ids)
+            self.apply(ids, payload_only)
             return
         if self.redis is None:
             raise RuntimeError("no vector store and no Redis: cannot hand vector writes to the owner")
-        self.redis.xadd(STREAM, {"ids": ",".join(ids)})
+        fields = {"ids": ",".join(ids)}
+        if payload_only:
+            fields["payload_only"] = "1"
+        self.redis.xadd(STREAM, fields)  # type: ignore[arg-type]
 
-    def apply(self, ids: Sequence[str]) -> int:
+    def apply(self, ids: Sequence[str], payload_only: bool = False) -> int:
         """Copy the graph's current state of `ids` into the vector store; returns points written."""
         assert self.vectors is not None
         unique = list(dict.fromkeys(ids))
-        docs = self.graph.get_memories(unique, with_embedding=True)
+        docs = self.graph.get_memories(unique, with_embedding=not payload_only)
         found = {d["id"] for d in docs}
         purged = [i for i in unique if i not in found]
         if purged:
             self.vectors.delete(purged)
+        if payload_only:
+            points = [VectorPoint(id=d["id"], vector=None, payload=payload_for(d)) for d in docs]
+            self.vectors.overwrite_payloads(points)
+            return len(points)
         return self._upsert(docs)
 
     def write_snapshots(self, docs: Sequence[dict[str, Any]]) -> int:
@@ -150,8 +160,12 @@ class VectorSync:
         entries = self._read(pending=True) or self._read(pending=False, block_ms=block_ms)
         if not entries:
             return 0
-        ids = [i for _, fields in entries for i in _ids_of(fields) if i]
-        self.apply(ids)
+        full = [i for _, fields in entries if not _payload_only(fields) for i in _ids_of(fields) if i]
+        payloads = [i for _, fields in entries if _payload_only(fields) for i in _ids_of(fields) if i]
+        if full:
+            self.apply(full)
+        if payloads:
+            self.apply([i for i in payloads if i not in set(full)], payload_only=True)
         entry_ids = [entry_id for entry_id, _ in entries]
         self.redis.xack(STREAM, GROUP, *entry_ids)
         self.redis.xdel(STREAM, *entry_ids)
@@ -213,6 +227,10 @@ def _embedding(doc: dict[str, Any]) -> list[float] | None:
     """The stored embedding (of the previous content until a re-embed lands), None before any."""
     embedding = doc.get("embedding")
     return list(embedding) if embedding else None
+
+
+def _payload_only(fields: dict[Any, Any]) -> bool:
+    return (fields.get(b"payload_only") or fields.get("payload_only")) in (b"1", "1")
 
 
 def _ids_of(fields: dict[Any, Any]) -> list[str]:

@@ -487,7 +487,7 @@ class Consolidator:
             if not ctx.dry_run and rows:
                 done = self.graph.archive_memories(rows, ctx.at)
                 if done:
-                    self.svc.sync.request(done)
+                    self.svc.sync.request(done, payload_only=True)  # the state changed, not the vector
                 archived += done
         ids = [r["id"] for r in candidates] if ctx.dry_run else archived
         return {

@@ -191,7 +191,7 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
                     s.enrichment_similarity_threshold,
                     now,
                 )
-            svc.sync.request([memory_id])
+            svc.sync.request([memory_id], payload_only=True)  # tags and rev: the vector is as it was
             return True
     return False
 
@@ -228,7 +228,7 @@ def classify_memory(memory_id: str, attempt: int = 0) -> dict[str, Any]:
     event = JOB_CLASSIFY.event("classified", now_iso(), changes)
     landed = svc.graph.set_llm_type(memory_id, int(doc["version"]), found[0], found[1], event)
     if landed:
-        svc.sync.request([memory_id])
+        svc.sync.request([memory_id], payload_only=True)
     return {"classified": landed, "type": found[0], "confidence": found[1]}
 
 

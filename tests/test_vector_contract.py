@@ -409,6 +409,30 @@ def test_ordered_follows_a_float_or_datetime_index_and_the_filter(store: VectorS
     assert store.ordered(None, "importance", True, 0) == []
 
 
+def test_overwrite_payloads_keeps_vectors_and_respects_the_rev_guard(store: VectorStore) -> None:
+    store.upsert(
+        [
+            VectorPoint(
+                id=uid(1), vector=unit([1, 0, 0, 0]), payload={"rev": 2, "tags": ["a"]}, text="alpha"
+            ),
+            point(2, unit([0, 1, 0, 0]), rev=5, tags=["b"]),
+        ]
+    )
+    store.overwrite_payloads(
+        [
+            VectorPoint(id=uid(1), vector=None, payload={"rev": 3, "tags": ["a", "new"]}),
+            VectorPoint(id=uid(2), vector=None, payload={"rev": 4, "tags": ["stale"]}),  # older: kept out
+            VectorPoint(id=uid(9), vector=None, payload={"rev": 1, "tags": ["ghost"]}),  # no point: none made
+        ]
+    )
+    records = {r.id: r for r in store.retrieve([uid(1), uid(2), uid(9)], with_vectors=True)}
+    assert set(records) == {uid(1), uid(2)}
+    assert records[uid(1)].payload == {"rev": 3, "tags": ["a", "new"]}
+    assert records[uid(1)].vector == pytest.approx(unit([1, 0, 0, 0]))
+    assert records[uid(2)].payload["tags"] == ["b"]
+    assert [h.id for h in store.keyword_search("alpha", 5)] == [uid(1)]  # the text index stayed
+
+
 # --- concurrency and process ownership ------------------------------------------------------------
 def test_concurrent_writes_and_reads(store: VectorStore) -> None:
     errors: list[BaseException] = []

@@ -124,6 +124,11 @@ class VectorStore(abc.ABC):
         """Insert or replace points; a stored point with `rev` >= the new point's `rev` is kept."""
 
     @abc.abstractmethod
+    def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
+        """Replace the payloads of existing points, keeping their vectors (`vector` and `text`
+        are ignored), under the same rev guard as `upsert`; a missing point stays missing."""
+
+    @abc.abstractmethod
     def delete(self, ids: Sequence[str]) -> None:
         """Remove points unconditionally (purge)."""
 

@@ -196,6 +196,22 @@ class EdgeVectorStore(VectorStore):
             vectors[SPARSE_NAME] = self.encoder.document(point.text)
         return vectors
 
+    def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        operations = [
+            qe.UpdateOperation.overwrite_payload_by_filter(
+                qe.Filter(must=[qe.HasIdCondition({_uuid(p.id)}), _older_than(p.rev)]), p.payload
+            )
+            for p in latest_per_id(points)
+        ]
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return
+            for operation in operations:
+                shard.update(operation)
+
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return

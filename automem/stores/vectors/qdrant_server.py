@@ -219,6 +219,21 @@ class QdrantVectorStore(VectorStore):
             vectors[SPARSE_NAME] = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
         return vectors
 
+    def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
+        operations: list[qm.UpdateOperation] = [
+            qm.OverwritePayloadOperation(
+                overwrite_payload=qm.SetPayload(
+                    payload=p.payload,
+                    filter=qm.Filter(must=[qm.HasIdCondition(has_id=[_uuid(p.id)]), _older_than(p.rev)]),
+                )
+            )
+            for p in latest_per_id(points)
+        ]
+        if operations:
+            self._read_or(
+                None, lambda: self.client.batch_update_points(self.collection, operations, wait=True)
+            )
+
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
             return
