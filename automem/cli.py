@@ -178,7 +178,6 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 BENCHMARKS = {
     "locomo": "locomo.py",
-    "write-path": "write_path.py",
     "bm25": "bm25_backends.py",
     "enrichment": "enrichment.py",
     "load": "load.py",
@@ -313,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
-        "write-path, bm25, enrichment, aof (durability)",
+        "bm25, enrichment, aof (durability)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

@@ -24,14 +24,11 @@ import platform
 import random
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +39,10 @@ from falkordb import FalkorDB
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from automem.embedded import EmbeddedFalkorDB, free_port  # noqa: E402
+from automem.embedded import EmbeddedFalkorDB  # noqa: E402
+from scripts.bench.common import Service, embedded_service  # noqa: E402
 
 POLICIES = ("everysec", "always", "no")
-TOKEN = "bench-token"
 
 
 # --- durability ---------------------------------------------------------------------------------
@@ -129,39 +126,8 @@ def durability(trials: int, seed: int) -> dict[str, Any]:
 
 
 # --- cost on the write path ---------------------------------------------------------------------
-@contextmanager
-def embedded_service(policy: str) -> Iterator[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
-    env.update(
-        {
-            "AUTOMEM_API_TOKEN": TOKEN,
-            "EMBEDDING_PROVIDER": "hash",
-            "AUTOMEM_LOG_LEVEL": "WARNING",
-            "AUTOMEM_FALKORDB_APPENDFSYNC": policy,
-        }
-    )
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="aof-cost-") as tmp:
-        argv = [sys.executable, "-m", "automem", "serve", "--data-dir", tmp, "--port", str(port)]
-        process = subprocess.Popen(argv, env=env, cwd=ROOT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.2)
-            yield url
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(60)
-
-
-def _posts(url: str, n: int, concurrency: int, rng: random.Random, label: str) -> dict[str, float]:
-    client = httpx.Client(base_url=url, headers={"X-API-Key": TOKEN}, timeout=30)
+def _posts(service: Service, n: int, concurrency: int, rng: random.Random, label: str) -> dict[str, float]:
+    client = service.client(timeout=30)
     bodies = [
         {
             "content": f"{label} memory {k} {rng.random()}",
@@ -188,10 +154,10 @@ def _posts(url: str, n: int, concurrency: int, rng: random.Random, label: str) -
     }
 
 
-def _drain(url: str, n: int, rng: random.Random) -> dict[str, float]:
+def _drain(service: Service, n: int, rng: random.Random) -> dict[str, float]:
     """Background work: one batch of `n` memories without vectors, then seconds until every one
     is embedded and enriched by the worker (graph writes of the jobs pay the fsync policy too)."""
-    client = httpx.Client(base_url=url, headers={"X-API-Key": TOKEN}, timeout=60)
+    client = service.client()
     wait_for_idle(client)
     memories = [{"content": f"background memory {k} {rng.random()} on Alice and Postgres"} for k in range(n)]
     started = time.perf_counter()
@@ -214,13 +180,14 @@ def cost(n: int, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     out: dict[str, Any] = {}
     for policy in POLICIES:
-        with embedded_service(policy) as url:
-            _posts(url, 50, 1, rng, "warm-up")
+        env = {"EMBEDDING_PROVIDER": "hash", "AUTOMEM_FALKORDB_APPENDFSYNC": policy}
+        with embedded_service(env, prefix="aof-cost-") as service:
+            _posts(service, 50, 1, rng, "warm-up")
             for concurrency in (1, 4):
                 key = f"{policy}_c{concurrency}"
-                out[key] = _posts(url, n, concurrency, rng, key)
+                out[key] = _posts(service, n, concurrency, rng, key)
                 print(key, out[key], flush=True)
-            out[f"{policy}_background"] = _drain(url, n, rng)
+            out[f"{policy}_background"] = _drain(service, n, rng)
             print(f"{policy}_background", out[f"{policy}_background"], flush=True)
     return out
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
@@ -30,6 +31,11 @@ _FOREIGN_PREFIXES = ("AUTOMEM_", "FALKORDB_", "QDRANT_", "EMBEDDING_", "ENRICHME
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def progress(total: int, label: str) -> tqdm:
+    """A progress bar on a terminal (nothing in logs or CI)."""
+    return tqdm(total=total, desc=label, unit="req", leave=False, disable=not sys.stderr.isatty())
 
 
 def free_port() -> int:
@@ -289,4 +295,18 @@ def git_commit() -> str | None:
 
 
 def command_line(script: str, argv: Sequence[str]) -> str:
-    return f"python scripts/bench/{script}" + ("" if not argv else " " + shlex.join(argv))
+    """The command used, with the value of --token masked."""
+    shown: list[str] = []
+    hide = False
+    for arg in argv:
+        if hide:
+            shown.append("***")
+            hide = False
+        elif arg == "--token":
+            shown.append(arg)
+            hide = True
+        elif arg.startswith("--token="):
+            shown.append("--token=***")
+        else:
+            shown.append(arg)
+    return f"python scripts/bench/{script}" + ("" if not shown else " " + shlex.join(shown))

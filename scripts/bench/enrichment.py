@@ -19,21 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import secrets
-import shlex
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -49,13 +42,15 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from automem.tags import sequence_scope  # noqa: E402
-from scripts.bench.locomo import (  # noqa: E402
+from scripts.bench import common  # noqa: E402
+from scripts.bench.common import (  # noqa: E402
     MODEL_DIR,
-    free_port,
+    Service,
     git_commit,
-    service_env,
-    stop_service,
-    wait_for_health,
+    load_avg,
+    log,
+    machine_info,
+    other_service_processes,
 )
 
 BATCH = 1000
@@ -237,54 +232,6 @@ def build_corpus(n: int, seed: int = SEED) -> list[dict[str, Any]]:
 # --- service ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Service:
-    url: str
-    token: str
-    admin_token: str
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    leftovers: list[str] | None = None
-
-
-def session_processes(sid: int) -> list[str]:
-    """`pid cmdline` of every live process in session sid (the service runs in a session of its own)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            if int(fields[3]) != sid or fields[0] == "Z":
-                continue
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, ValueError, IndexError):
-            continue
-        found.append(f"{entry.name} {cmd}")
-    return found
-
-
-def other_service_processes(own_sid: int | None = None) -> list[str]:
-    """automem / gunicorn / redis-server processes outside our own service's session."""
-    found = []
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-            stat = (entry / "stat").read_text()
-            sid = int(stat[stat.rindex(")") + 2 :].split()[3])
-        except (OSError, ValueError, IndexError):
-            continue
-        if sid == own_sid or "enrichment.py" in cmd:
-            continue
-        if any(word in cmd for word in ("automem", "gunicorn", "redis-server")):
-            found.append(f"{entry.name} {cmd[:160]}")
-    return found
-
-
 def worker_count(pid: int) -> int:
     try:
         children = (Path("/proc") / str(pid) / "task" / str(pid) / "children").read_text().split()
@@ -299,38 +246,6 @@ def worker_count(pid: int) -> int:
         if b"automem" in cmd and b"worker" in cmd:
             count += 1
     return count
-
-
-@contextmanager
-def embedded_service(workers: int | None, start_timeout: float, log_path: Path) -> Iterator[Service]:
-    token = secrets.token_urlsafe(24)
-    admin = secrets.token_urlsafe(24)
-    env = service_env(token)
-    env["ADMIN_API_TOKEN"] = admin
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="automem-enrich-") as data:
-        argv = [sys.executable, "-m", "automem", "serve", "--data-dir", data, "--port", str(port)]
-        if workers is not None:
-            argv += ["--workers", str(workers)]
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("wb") as log_file:
-            proc = subprocess.Popen(
-                argv, env=env, cwd=ROOT, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        service = Service(f"http://127.0.0.1:{port}", token, admin, proc, log_path)
-        try:
-            wait_for_health(service.url, proc, start_timeout)
-            yield service
-        finally:
-            stop_service(proc)
-            deadline = time.monotonic() + 10
-            while session_processes(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            service.leftovers = session_processes(proc.pid)
-            for line in service.leftovers:
-                log(f"WARNING: left over after SIGTERM, killing: {line}")
-                with suppress(OSError):
-                    os.kill(int(line.split()[0]), signal.SIGKILL)
 
 
 # --- polling ------------------------------------------------------------------------------------
@@ -526,33 +441,8 @@ def service_log_errors(path: Path, keep: int = 10) -> dict[str, Any]:
     }
 
 
-def machine_info() -> dict[str, Any]:
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cores": os.cpu_count(),
-        "cpu": cpu,
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-def load_avg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
-
-
-# --- report -------------------------------------------------------------------------------------
-
-
 def command_line(argv: Sequence[str]) -> str:
-    return "python scripts/bench/enrichment.py" + ("" if not argv else " " + shlex.join(argv))
+    return common.command_line("enrichment.py", argv)
 
 
 def _min(seconds: float | None) -> str:
@@ -661,10 +551,6 @@ def render_markdown(report: dict[str, Any]) -> str:
 # --- main ---------------------------------------------------------------------------------------
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -695,6 +581,7 @@ def run(args: argparse.Namespace, service: Service, meta: dict[str, Any]) -> dic
     corpus = build_corpus(args.n)
     mean_chars = sum(len(m["content"]) for m in corpus) / len(corpus)
     log(f"corpus: {len(corpus)} memories, {mean_chars:.0f} chars avg")
+    assert service.proc is not None
     workers = worker_count(service.proc.pid)
     headers = {"X-API-Key": service.token}
     with httpx.Client(base_url=service.url, headers=headers, timeout=300) as client:
@@ -792,12 +679,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if meta["other_processes_at_start"]:
         log(f"note: {len(meta['other_processes_at_start'])} other automem/gunicorn/redis processes running")
     try:
-        with embedded_service(args.workers, args.start_timeout, args.service_log) as service:
+        with common.embedded_service(
+            common.model_env(),
+            workers=args.workers,
+            start_timeout=args.start_timeout,
+            log_path=args.service_log,
+            prefix="automem-enrich-",
+        ) as service:
             report = run(args, service, meta)
     except KeyboardInterrupt:
         log("interrupted")
         return 130
     meta["load_end"] = load_avg()
+    assert service.log_path is not None
     report["results"]["service_log"] = service_log_errors(service.log_path)
     report["results"]["leftover_processes"] = service.leftovers
     args.out.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,7 @@ from scripts.bench.common import (
     memory_of,
     other_service_processes,
     percentiles,
+    progress,
 )
 
 SEED = 20250101
@@ -156,8 +157,11 @@ def timed(call: Callable[[], httpx.Response], expect: Sequence[int]) -> tuple[fl
 def run_concurrently(calls: Sequence[Callable[[], float]], concurrency: int) -> tuple[list[float], float]:
     """Run the calls on `concurrency` threads; their durations and the wall time."""
     start = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
-        samples = list(pool.map(lambda call: call(), calls))
+    with ThreadPoolExecutor(concurrency) as pool, progress(len(calls), f"c={concurrency}") as bar:
+        samples = []
+        for sample in pool.map(lambda call: call(), calls):
+            samples.append(sample)
+            bar.update()
     return samples, time.perf_counter() - start
 
 

@@ -28,19 +28,13 @@ import math
 import os
 import platform
 import re
-import secrets
-import shlex
 import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,10 +43,13 @@ from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from scripts.bench import common
+from scripts.bench.common import ROOT, git_commit, log
+
 SHARED = ROOT.parent / "shared"
 DEFAULT_DATA = SHARED / "data" / "locomo" / "locomo-dev.json"
-MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx-int8"
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 MAIN_CATEGORIES = (1, 2, 3, 4)
@@ -355,73 +352,6 @@ def chunk_items(
 
 
 # --- service ------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def service_env(token: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
-    env.update(
-        {
-            "AUTOMEM_API_TOKEN": token,
-            "AUTOMEM_EMBEDDING_MODEL_DIR": str(MODEL_DIR),
-            "EMBEDDING_PROVIDER": "fastembed",
-            "AUTOMEM_LOG_LEVEL": "WARNING",
-        }
-    )
-    return env
-
-
-def wait_for_health(url: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise SystemExit(f"automem serve exited with {proc.returncode} before it was healthy")
-        try:
-            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{url}/health did not answer 200 within {timeout:.0f}s")
-
-
-def stop_service(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        print("automem serve ignored SIGTERM for 60s; killing it", file=sys.stderr)
-        proc.kill()
-        proc.wait(10)
-
-
-@contextmanager
-def embedded_service(data_dir: Path | None, start_timeout: float) -> Iterator[tuple[str, str]]:
-    """Run `python -m automem serve` on data_dir (a temporary dir when None); yields (url, token)."""
-    token = secrets.token_urlsafe(24)
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="automem-locomo-") as tmp:
-        data = data_dir if data_dir is not None else Path(tmp)
-        data.mkdir(parents=True, exist_ok=True)
-        # A session of its own: Ctrl-C reaches only this script, which then stops the service cleanly.
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "automem", "serve", "--data-dir", str(data), "--port", str(port)],
-            env=service_env(token),
-            cwd=ROOT,
-            start_new_session=True,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_for_health(url, proc, start_timeout)
-            yield url, token
-        finally:
-            stop_service(proc)
 
 
 def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -750,33 +680,9 @@ def miss_record(
 # --- report -------------------------------------------------------------------------------------
 
 
-def git_commit() -> str | None:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=ROOT, capture_output=True).returncode
-        return commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def command_line(argv: Sequence[str]) -> str:
     """The command used, with the token value masked."""
-    shown: list[str] = []
-    hide = False
-    for arg in argv:
-        if hide:
-            shown.append("***")
-            hide = False
-        elif arg == "--token":
-            shown.append(arg)
-            hide = True
-        elif arg.startswith("--token="):
-            shown.append("--token=***")
-        else:
-            shown.append(arg)
-    return "python scripts/bench/locomo.py" + ("" if not shown else " " + shlex.join(shown))
+    return common.command_line("locomo.py", argv)
 
 
 def _fmt(value: Any) -> str:
@@ -841,10 +747,6 @@ def write_report(report: dict[str, Any], out: Path) -> str:
 
 
 # --- main ---------------------------------------------------------------------------------------
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def parse_ks(text: str) -> list[int]:
@@ -916,6 +818,7 @@ def run(args: argparse.Namespace, url: str, token: str | None, service: str) -> 
         scored: list[tuple[int, dict[str, float]]] = []
         misses: list[dict[str, Any]] = []
         total = sum(len(c.questions) for c in conversations)
+        bar = common.progress(total, "questions")
         for conv in conversations:
             mapping = mappings[conv.sample_id]
             for q in conv.questions:
@@ -926,8 +829,10 @@ def run(args: argparse.Namespace, url: str, token: str | None, service: str) -> 
                     record = miss_record(answer, conv, mapping, max(ks))
                     if record:
                         misses.append(record)
-                if len(answers) % 100 == 0:
+                bar.update()
+                if len(answers) % 100 == 0 and bar.disable:
                     log(f"asked {len(answers)}/{total}")
+        bar.close()
 
     skipped = [s for c in conversations for s in c.skipped]
     report = {
@@ -986,9 +891,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.keep_data:
                 log("--keep-data is ignored with --url")
             return run(args, args.url.rstrip("/"), args.token, f"external {args.url}")
-        with embedded_service(args.keep_data, args.start_timeout) as (url, token):
+        with common.embedded_service(
+            common.model_env(),
+            data_dir=args.keep_data,
+            start_timeout=args.start_timeout,
+            prefix="automem-locomo-",
+        ) as service:
             kept = f", data kept in {args.keep_data}" if args.keep_data else ""
-            return run(args, url, token, f"embedded (automem serve{kept})")
+            return run(args, service.url, service.token, f"embedded (automem serve{kept})")
     except KeyboardInterrupt:
         log("interrupted")
         return 130
