@@ -181,6 +181,7 @@ BENCHMARKS = {
     "bm25": "bm25_backends.py",
     "enrichment": "enrichment.py",
     "load": "load.py",
+    "api-threads": "api_threads.py",
     "aof": "aof_durability.py",
 }
 
@@ -312,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
-        "bm25, enrichment, aof (durability)",
+        "api-threads, bm25, enrichment, aof (durability)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

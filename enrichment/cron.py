@@ -94,38 +94,24 @@ def build_scheduler(
         if last:
             with contextlib.suppress(ValueError):
                 job.set_enqueue_time(parse_iso(last))
-    if settings.purge_interval_seconds > 0:
-        # Not consolidation, but the same one active scheduler runs it: deleted memories past
-        # RETENTION_DAYS are removed for good.
-        scheduler.register(
-            purge_deleted,
-            "maintenance",
-            interval=settings.purge_interval_seconds,
-            job_timeout=timeout,
-            result_ttl=86400,
-            failure_ttl=7 * 86400,
-            name=PURGE_JOB,
-        )
-    scheduler.register(
-        dispatch_intake,
-        "embed",
-        interval=INTAKE_SWEEP_SECONDS,
-        job_timeout=settings.job_timeout_seconds,
-        result_ttl=0,
-        failure_ttl=7 * 86400,
-        name=INTAKE_SWEEP_JOB,
+    # Not consolidation, but the same one active scheduler runs them: the purge of memories deleted
+    # past RETENTION_DAYS, the intake's safety net, and reconcile (work whose enqueue was lost).
+    periodic = (
+        (purge_deleted, "maintenance", settings.purge_interval_seconds, timeout, 86400, PURGE_JOB),
+        (dispatch_intake, "embed", INTAKE_SWEEP_SECONDS, settings.job_timeout_seconds, 0, INTAKE_SWEEP_JOB),
+        (reconcile, "maintenance", settings.reconcile_interval_seconds, timeout, 3600, RECONCILE_JOB),
     )
-    if settings.reconcile_interval_seconds > 0:
-        # Catches work whose enqueue was lost (Redis unreachable for a moment) without a restart.
-        scheduler.register(
-            reconcile,
-            "maintenance",
-            interval=settings.reconcile_interval_seconds,
-            job_timeout=timeout,
-            result_ttl=3600,
-            failure_ttl=7 * 86400,
-            name=RECONCILE_JOB,
-        )
+    for func, queue, interval, job_timeout, result_ttl, name in periodic:
+        if interval > 0:
+            scheduler.register(
+                func,
+                queue,
+                interval=interval,
+                job_timeout=job_timeout,
+                result_ttl=result_ttl,
+                failure_ttl=7 * 86400,
+                name=name,
+            )
     return scheduler
 
 

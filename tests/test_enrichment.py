@@ -126,6 +126,17 @@ def test_preceded_by_follows_event_time_within_scope(api: Api, services: Service
     assert services.graph.sequence_links(other) == ([], [])
 
 
+def test_neighbours_far_apart_in_time_are_found(api: Api, services: Services, jobs: Any) -> None:
+    """The neighbour search widens its time window (an hour, a day, the whole scope)."""
+    scope = ["chat", "chat:sparse"]
+    stamps = ["2024-03-01T09:00:00Z", "2025-01-01T08:00:00Z", "2025-01-01T09:30:00Z", "2025-01-01T10:00:00Z"]
+    ids = [_store(api, f"turn {n}", tags=scope, timestamp=t) for n, t in enumerate(stamps)]
+    _store(api, "other scope, in between", tags=["chat", "chat:dense"], timestamp="2025-01-01T09:45:00Z")
+    jobs()
+    assert [services.graph.sequence_links(i)[0] for i in ids] == [[], [ids[0]], [ids[1]], [ids[2]]]
+    assert services.graph.sequence_links(ids[0])[1] == [ids[1]]  # ten months later
+
+
 def test_equal_timestamps_follow_creation_order(api: Api, services: Services, jobs: Any) -> None:
     body = {
         "memories": [
@@ -230,8 +241,10 @@ def test_patch_during_enrichment_survives(
 
 def test_reconcile_after_queue_loss_redoes_the_work(api: Api, services: Services, jobs: Any) -> None:
     ids = [_store(api, f"Note {n} about Docker and Kubernetes.") for n in range(3)]
-    for key in services.queue_redis.scan_iter("rq:*"):
-        services.queue_redis.delete(key)
+    # Every queue key is lost: RQ's queues and registries, and the intake with its claim.
+    for pattern in ("rq:*", "automem:intake:*"):
+        for key in services.queue_redis.scan_iter(pattern):
+            services.queue_redis.delete(key)
     assert all(not _memory(api, i)["enriched"] for i in ids)
     from enrichment.context import use_services
 

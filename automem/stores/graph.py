@@ -13,6 +13,7 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import redis.exceptions
@@ -24,6 +25,7 @@ from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
 from automem.tags import tag_prefixes
+from automem.timeutil import format_utc, parse_iso
 
 if TYPE_CHECKING:
     from automem.recall.filters import RecallFilter
@@ -184,6 +186,10 @@ def cypher_params(params: dict[str, Any] | None) -> str:
     if not params:
         return ""
     return "CYPHER " + " ".join(f"{_cypher_key(k)}={cypher_literal(v)}" for k, v in params.items()) + " "
+
+
+# Time windows searched for a memory's sequence neighbour before its whole scope is (None).
+_SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
 
 
 @dataclass(frozen=True)
@@ -701,9 +707,16 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
     def sequence_position(self, doc: dict[str, Any]) -> tuple[str | None, str | None]:
         """(previous, next) active memory of `doc`'s sequence scope by event time; equal
         timestamps are ordered by creation time, then id."""
+        return self._sequence_neighbour(doc, "<", "DESC"), self._sequence_neighbour(doc, ">", "ASC")
+
+    def _sequence_neighbour(self, doc: dict[str, Any], op: str, order: str) -> str | None:
+        """The nearest neighbour on one side. A scope can hold a whole channel's history, and
+        sorting all of it per memory made enrichment quadratic (72 ms a memory in a 12k-memory
+        scope); the neighbour is nearly always close in time, so the timestamp index is asked for
+        a window of an hour, then a day, and only then is the whole scope sorted."""
         template = """
         MATCH (p:Memory)
-        WHERE p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
+        WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
           AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
                OR (p.created_at = $created AND p.id {op} $id))))
         RETURN p.id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
@@ -715,9 +728,17 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             "ts": doc["timestamp"],
             "created": doc.get("created_at") or "",
         }
-        before = self._ro(template.format(op="<", order="DESC"), params)
-        after = self._ro(template.format(op=">", order="ASC"), params)
-        return (before[0][0] if before else None), (after[0][0] if after else None)
+        moment = parse_iso(str(doc["timestamp"]))
+        side = -1 if op == "<" else 1
+        for span in _SEQUENCE_WINDOWS:
+            window = ""
+            if span is not None:
+                params["bound"] = format_utc(moment + side * span)
+                window = f"p.timestamp {'>=' if op == '<' else '<='} $bound AND"
+            rows = self._ro(template.format(window=window, op=op, order=order), params)
+            if rows:
+                return str(rows[0][0])
+        return None
 
     def sequence_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         """(memories this one is PRECEDED_BY, memories PRECEDED_BY this one)."""
