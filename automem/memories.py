@@ -314,7 +314,8 @@ class MemoryService:
         }
 
     def _submit(self, embed: list[tuple[str, str]], enrich: list[tuple[str, int]]) -> bool:
-        """Queue background work; False when Redis refused (reconcile picks the memories up)."""
+        """Queue background work; False when Redis refused (the queue retries it in the background,
+        and reconcile finds the memories should this process die first)."""
         if not self.settings.enrichment_enabled:
             enrich = []
         if self.jobs is None:
@@ -325,7 +326,7 @@ class MemoryService:
             self.jobs.submit(embed, enrich)
             return True
         except redis.exceptions.RedisError:
-            log.warning("could not queue work for %d memories; reconcile will pick them up", len(enrich))
+            log.warning("could not queue work for %d memories yet; retrying in the background", len(enrich))
             return False
 
     def _enrichment_status(self, queued: bool) -> str:

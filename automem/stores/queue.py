@@ -16,6 +16,7 @@ import hashlib
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -42,6 +43,10 @@ INTAKE_CLAIM_SECONDS = 120
 _ACTIVE = {JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED}
 # A consolidation pass pages through every memory: it gets at least an hour.
 CONSOLIDATION_TIMEOUT = 3600
+# Work whose intake push failed (Redis unreachable) is retried from the process this often, and at
+# most this many entries are held: beyond that the reconcile pass (at start and on cron) finds them.
+DEFERRED_RETRY_SECONDS = 2.0
+DEFERRED_MAX_ENTRIES = 100_000
 
 
 class JobQueue:
@@ -49,6 +54,10 @@ class JobQueue:
         self.connection = connection
         self.settings = settings
         self.queues = {name: Queue(name, connection=connection) for name in QUEUE_NAMES}
+        self._deferred_embed: list[tuple[str, str]] = []
+        self._deferred_enrich: list[tuple[str, int]] = []
+        self._deferred_lock = threading.Lock()
+        self._retry_timer: threading.Timer | None = None
 
     @classmethod
     def from_url(cls, url: str, settings: Settings) -> JobQueue:
@@ -143,7 +152,54 @@ class JobQueue:
 
     def submit(self, embed: Sequence[tuple[str, str]], enrich: Sequence[tuple[str, int]]) -> None:
         """Hand new work to the intake: (memory id, content hash) to embed, (memory id, version)
-        to enrich. One round trip; a dispatch job is enqueued only when none is pending."""
+        to enrich. One round trip; a dispatch job is enqueued only when none is pending.
+
+        When Redis refuses, the work is kept in this process and pushed again every
+        DEFERRED_RETRY_SECONDS (and with the next submit) before the error is raised: a memory
+        acknowledged while Redis restarts is embedded once it is back, not at the next reconcile."""
+        with self._deferred_lock:
+            # A failed push may have left a claim without its dispatch job: dispatch regardless.
+            retrying = bool(self._deferred_embed or self._deferred_enrich)
+            embed = [*self._deferred_embed, *embed]
+            enrich = [*self._deferred_enrich, *enrich]
+            self._deferred_embed, self._deferred_enrich = [], []
+        try:
+            self._push_intake(embed, enrich, dispatch=retrying)
+        except redis.exceptions.RedisError:
+            self._defer(embed, enrich)
+            raise
+
+    def _defer(self, embed: list[tuple[str, str]], enrich: list[tuple[str, int]]) -> None:
+        with self._deferred_lock:
+            room = DEFERRED_MAX_ENTRIES - len(self._deferred_embed) - len(self._deferred_enrich)
+            self._deferred_embed.extend(embed[: max(room, 0)])
+            self._deferred_enrich.extend(enrich[: max(room - len(embed), 0)])
+            if self._retry_timer is None or not self._retry_timer.is_alive():
+                self._retry_timer = threading.Timer(DEFERRED_RETRY_SECONDS, self._retry_deferred)
+                self._retry_timer.daemon = True
+                self._retry_timer.start()
+
+    def _retry_deferred(self) -> None:
+        with self._deferred_lock:
+            self._retry_timer = None
+            if not self._deferred_embed and not self._deferred_enrich:
+                return
+        try:
+            self.submit([], [])
+            log.info("deferred background work queued after Redis came back")
+        except redis.exceptions.RedisError:
+            pass  # submit has deferred it again and armed the next retry
+
+    def deferred_count(self) -> int:
+        """Entries held in this process because Redis refused them (see submit)."""
+        with self._deferred_lock:
+            return len(self._deferred_embed) + len(self._deferred_enrich)
+
+    def _push_intake(
+        self, embed: Sequence[tuple[str, str]], enrich: Sequence[tuple[str, int]], dispatch: bool = False
+    ) -> None:
+        if not embed and not enrich:
+            return
         pipe = self.connection.pipeline(transaction=False)
         if embed:
             pipe.rpush(INTAKE_EMBED, *(f"{i}|{h}" for i, h in embed))
@@ -151,7 +207,7 @@ class JobQueue:
             pipe.rpush(INTAKE_ENRICH, *(f"{i}|{v}" for i, v in enrich))
         pipe.set(INTAKE_PENDING, "1", nx=True, ex=INTAKE_CLAIM_SECONDS)
         claimed = pipe.execute()[-1]
-        if claimed:
+        if claimed or dispatch:
             self.enqueue_dispatch()
 
     def enqueue_dispatch(self) -> None:
