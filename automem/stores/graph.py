@@ -734,7 +734,8 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             window = ""
             if span is not None:
                 params["bound"] = format_utc(moment + side * span)
-                window = f"p.timestamp {'>=' if op == '<' else '<='} $bound AND"
+                # Both ends on the timestamp: with one, FalkorDB scans the scope's index instead.
+                window = f"p.timestamp {'>=' if op == '<' else '<='} $bound AND p.timestamp {op}= $ts AND"
             rows = self._ro(template.format(window=window, op=op, order=order), params)
             if rows:
                 return str(rows[0][0])
