@@ -384,8 +384,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         drain = stage["drain"]
         lines += [
             "",
-            f"Background queues drained {drain['seconds']} s after ingest "
-            f"({'yes' if drain['drained'] else 'NO: timed out'}).",
+            f"Background queues (embedding, enrichment) drained {drain['seconds']} s after ingest."
+            if drain["drained"]
+            else f"Background queues NOT drained after {drain['seconds']} s (timed out): "
+            f"{drain.get('enrichment_pending')} memories still awaiting enrichment, "
+            f"{drain.get('embedding_pending')} awaiting embedding; the reads below ran meanwhile.",
             "",
             "| recall | QPS | p50 ms | p95 ms | p99 ms |",
             "|---|---|---|---|---|",
