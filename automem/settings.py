@@ -64,10 +64,11 @@ class Settings(BaseSettings):
     )
     port: int = _setting(8001, "PORT", "server", "TCP port of the HTTP API.", "AUTOMEM_PORT")
     api_threads: int = _setting(
-        8,
+        4,
         "AUTOMEM_API_THREADS",
         "server",
-        "Threads of the gunicorn worker process that serves the API (gthread worker class).",
+        "Threads of the gunicorn worker process that serves the API (gthread worker class). Four"
+        " served concurrency 8 best on 2 cores (benchmarks/api_threads.md).",
     )
     api_processes: int = _setting(
         1,
