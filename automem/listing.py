@@ -41,6 +41,9 @@ ORDERS: dict[str, tuple[SortKey, ...]] = {
 }
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+# The index walk reads every point before the page; deeper pages are cheaper to skip in the graph.
+INDEX_PAGE_LIMIT = 10_000
+
 
 def tag_filter(
     tenant: str, tags: Sequence[str], mode: Literal["any", "all"], match: Literal["prefix", "exact"]
@@ -97,7 +100,10 @@ def listed_docs(
     graph: GraphStore, store: VectorStore, flt: Filter, order: Order, count: int
 ) -> list[dict[str, Any]] | None:
     """The first `count` memories of `flt` in `order`, read from the graph; None when a listed
-    point's payload lags its memory (the caller then asks the graph to sort)."""
+    point's payload lags its memory, or the page lies beyond INDEX_PAGE_LIMIT (the caller then
+    asks the graph to sort)."""
+    if count > INDEX_PAGE_LIMIT:
+        return None
     ids = top_ids(store, flt, order, count)
     if not ids:
         return []

@@ -38,6 +38,9 @@ def configure(level: str = "INFO", style: str = "json") -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # httpx logs every request at INFO: a progress-polling benchmark or an LLM job would drown
+    # the service's own lines.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
 
 
 def gunicorn_config(level: str, style: str) -> dict[str, Any]:

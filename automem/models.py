@@ -276,10 +276,14 @@ class BatchCreate(_Body):
         return value
 
 
+# Deeper than any listing a client pages through, and within every store's integer range.
+MAX_OFFSET = 1_000_000_000
+
+
 class ByTagQuery(_Body):
     tags: list[str]
     limit: int = Field(50, ge=1)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=MAX_OFFSET)
     tag_mode: Literal["any", "all"] = "any"
     tag_match: Literal["prefix", "exact"] = "prefix"
 

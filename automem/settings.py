@@ -173,9 +173,10 @@ class Settings(BaseSettings):
         "Redis writes every command to the AOF file before it replies and leaves the flush to disk "
         "to the kernel, so a crash of FalkorDB or of any other process loses no acknowledged write; "
         "only a kernel crash or power loss can lose the last seconds. `always`: also survives a "
-        "power loss, at about half the write throughput. `everysec` (Redis's default) holds the "
-        "AOF write back for up to 2 s while a slow fsync runs and still acknowledges, so a kill -9 "
-        "can lose acknowledged writes. Measured in benchmarks/aof_durability.md.",
+        "power loss, at an fsync per write round (its cost depends on the disk). `everysec` "
+        "(Redis's default) holds the AOF write back for up to 2 s while a slow fsync runs and "
+        "still acknowledges, so a kill -9 can lose acknowledged writes. Measured in "
+        "benchmarks/aof_durability.md.",
     )
     graph_timeout_seconds: float = _setting(
         30.0,

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from automem.listing import INDEX_PAGE_LIMIT
+from automem.models import MAX_OFFSET
 from automem.tags import canonical_prefix, normalize_tags, tag_prefixes
 from tests.conftest import Api
 
@@ -61,6 +63,15 @@ def test_result_shape_and_paging(api: Api) -> None:
     assert rest["count"] == 1 and rest["has_more"] is False
 
 
+def test_a_page_deeper_than_the_index_walk_is_read_from_the_graph(api: Api) -> None:
+    seed(api)
+    deep = api.get(f"/memory/by-tag?tags=slack&offset={MAX_OFFSET}")
+    assert deep.status_code == 200
+    assert deep.get_json()["count"] == 0 and deep.get_json()["has_more"] is False
+    just_past = api.get(f"/memory/by-tag?tags=slack&limit=1&offset={INDEX_PAGE_LIMIT}").get_json()
+    assert just_past["count"] == 0
+
+
 @pytest.mark.parametrize(
     "query",
     [
@@ -69,6 +80,8 @@ def test_result_shape_and_paging(api: Api) -> None:
         "tags=a&limit=0",
         "tags=a&limit=201",
         "tags=a&offset=-1",
+        f"tags=a&offset={MAX_OFFSET + 1}",
+        "tags=a&offset=696551067635111515115585111486103552",
         "tags=a&limit=ten",
         "tags=a&tag_mode=some",
         "tags=a&tag_match=fuzzy",
