@@ -4,6 +4,7 @@ and restarted on the same port)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,44 +14,44 @@ from automem.embedded import EmbeddedFalkorDB
 from automem.stores.queue import INTAKE_EMBED, INTAKE_ENRICH, JobQueue
 from tests.conftest import make_settings
 
+Stack = tuple[EmbeddedFalkorDB, redis.Redis, JobQueue]
 
-def test_work_refused_while_redis_is_down_is_queued_when_it_returns(tmp_path: Path) -> None:
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[Stack]:
     server = EmbeddedFalkorDB(tmp_path, appendfsync="everysec")
     server.start()
     conn = redis.Redis.from_url(server.url, socket_connect_timeout=1)
-    queue = JobQueue(conn, make_settings(server.url, tmp_path))
     try:
-        server.stop()
-        with pytest.raises(redis.exceptions.RedisError):
-            queue.submit([("m1", "hash1")], [("m1", 1)])
-        assert queue.deferred_count() == 2
-
-        server.start()
-        deadline = time.monotonic() + 20
-        while queue.deferred_count() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert queue.deferred_count() == 0
-        assert conn.lrange(INTAKE_EMBED, 0, -1) == [b"m1|hash1"]
-        assert conn.lrange(INTAKE_ENRICH, 0, -1) == [b"m1|1"]
-        assert queue.queues["embed"].count == 1  # the dispatch job that will hand them to workers
+        yield server, conn, JobQueue(conn, make_settings(server.url, tmp_path))
     finally:
         conn.close()
         server.stop()
 
 
-def test_a_later_submit_carries_the_deferred_work(tmp_path: Path) -> None:
-    server = EmbeddedFalkorDB(tmp_path, appendfsync="everysec")
+def test_work_refused_while_redis_is_down_is_queued_when_it_returns(stack: Stack) -> None:
+    server, conn, queue = stack
+    server.stop()
+    with pytest.raises(redis.exceptions.RedisError):
+        queue.submit([("m1", "hash1")], [("m1", 1)])
+    assert queue.deferred_count() == 2
+
     server.start()
-    conn = redis.Redis.from_url(server.url, socket_connect_timeout=1)
-    queue = JobQueue(conn, make_settings(server.url, tmp_path))
-    try:
-        server.stop()
-        with pytest.raises(redis.exceptions.RedisError):
-            queue.submit([("m1", "hash1")], [])
-        server.start()
-        queue.submit([("m2", "hash2")], [])
-        assert queue.deferred_count() == 0
-        assert conn.lrange(INTAKE_EMBED, 0, -1) == [b"m1|hash1", b"m2|hash2"]
-    finally:
-        conn.close()
-        server.stop()
+    deadline = time.monotonic() + 20
+    while queue.deferred_count() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert queue.deferred_count() == 0
+    assert conn.lrange(INTAKE_EMBED, 0, -1) == [b"m1|hash1"]
+    assert conn.lrange(INTAKE_ENRICH, 0, -1) == [b"m1|1"]
+    assert queue.queues["embed"].count == 1  # the dispatch job that will hand them to workers
+
+
+def test_a_later_submit_carries_the_deferred_work(stack: Stack) -> None:
+    server, conn, queue = stack
+    server.stop()
+    with pytest.raises(redis.exceptions.RedisError):
+        queue.submit([("m1", "hash1")], [])
+    server.start()
+    queue.submit([("m2", "hash2")], [])
+    assert queue.deferred_count() == 0
+    assert conn.lrange(INTAKE_EMBED, 0, -1) == [b"m1|hash1", b"m2|hash2"]
