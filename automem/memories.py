@@ -326,7 +326,8 @@ class MemoryService:
             self.jobs.submit(embed, enrich)
             return True
         except redis.exceptions.RedisError:
-            log.warning("could not queue work for %d memories yet; retrying in the background", len(enrich))
+            memories = {memory_id for memory_id, _ in embed} | {memory_id for memory_id, _ in enrich}
+            log.warning("could not queue work for %d memories yet; retrying in the background", len(memories))
             return False
 
     def _enrichment_status(self, queued: bool) -> str:
