@@ -21,6 +21,7 @@ run: install
 test: install
 	$(BIN)/ruff check automem enrichment tests scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/automem docs --check
 	$(BIN)/python -m pytest -q
 

@@ -1,4 +1,8 @@
-"""The application factory: `create_app(settings)` builds clients, blueprints and the error handler."""
+"""The application factory: `create_app(settings)` builds clients, blueprints and the error handler.
+
+A composition root: the one module of the API process that sees both layers. It builds the core's
+services and hands them the worker side's part of the API (`enrichment.port`, see `automem.ports`).
+"""
 
 from __future__ import annotations
 
@@ -14,24 +18,17 @@ from werkzeug.exceptions import HTTPException
 
 from automem import jsonio, metrics, ratelimit
 from automem.api import check_query_text
-from automem.auth import check_api_key
-from automem.errors import AutomemError, ConfigurationError, envelope
+from automem.api.routes import register_blueprints
+from automem.auth import check_api_key, check_bind_allowed
+from automem.errors import AutomemError, envelope
 from automem.recall.engine import RecallEngine
 from automem.services import Services, build_services
-from automem.settings import Settings, host_is_loopback, load_settings
+from automem.settings import Settings, load_settings
+from enrichment.port import WorkerConsolidation
+
+__all__ = ["check_bind_allowed", "create_app", "stop_app"]
 
 log = logging.getLogger(__name__)
-
-
-def check_bind_allowed(settings: Settings, host: str | None = None) -> None:
-    """Refuse to serve a non-loopback address without an API token."""
-    address = host or settings.host
-    if not settings.api_token and not host_is_loopback(address):
-        raise ConfigurationError(
-            f"refusing to bind {address} without AUTOMEM_API_TOKEN: set a token, or bind 127.0.0.1"
-        )
-    if not settings.api_token:
-        log.warning("AUTOMEM_API_TOKEN is not set: accepting unauthenticated requests on %s", address)
 
 
 def create_app(
@@ -45,9 +42,11 @@ def create_app(
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     jsonio.init_app(app)
     svc = services or build_services(settings, owner_of_vectors=True)
+    if svc.consolidation is None:
+        svc.consolidation = WorkerConsolidation(svc)
     app.extensions["automem"] = svc
     app.extensions["automem.recall"] = RecallEngine(svc)
-    _register_blueprints(app)
+    register_blueprints(app)
     _register_hooks(app, settings)
     ratelimit.init_app(app, settings, svc.queue_redis)
     metrics.init_app(app)
@@ -57,47 +56,6 @@ def create_app(
     if start_vector_drain and settings.reconcile_on_start:
         _queue_reconcile(svc)
     return app
-
-
-def routes_app() -> Flask:
-    """An app with every blueprint but no services, hooks or clients: its URL map is the served
-    API's, so the OpenAPI document and the generated API docs are built without any store."""
-    app = Flask("automem")
-    _register_blueprints(app)
-    return app
-
-
-def _register_blueprints(app: Flask) -> None:
-    from automem.api import (
-        admin,
-        backup,
-        consolidation,
-        docs,
-        enrichment,
-        graph,
-        health,
-        insights,
-        memories,
-        metrics,
-        recall,
-        tags,
-    )
-
-    for module in (
-        health,
-        memories,
-        tags,
-        recall,
-        graph,
-        insights,
-        enrichment,
-        consolidation,
-        admin,
-        backup,
-        metrics,
-        docs,
-    ):
-        app.register_blueprint(module.bp)
 
 
 def _register_hooks(app: Flask, settings: Settings) -> None:

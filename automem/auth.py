@@ -7,14 +7,17 @@ and compared in constant time. Admin routes additionally need `X-Admin-Token`.
 from __future__ import annotations
 
 import hmac
+import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
 from flask import current_app, request
 
-from automem.errors import Forbidden, Unauthorized
-from automem.settings import Settings
+from automem.errors import ConfigurationError, Forbidden, Unauthorized
+from automem.settings import Settings, host_is_loopback
+
+log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -66,3 +69,14 @@ def require_admin(view: F) -> F:
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def check_bind_allowed(settings: Settings, host: str | None = None) -> None:
+    """Refuse to serve a non-loopback address without an API token."""
+    address = host or settings.host
+    if not settings.api_token and not host_is_loopback(address):
+        raise ConfigurationError(
+            f"refusing to bind {address} without AUTOMEM_API_TOKEN: set a token, or bind 127.0.0.1"
+        )
+    if not settings.api_token:
+        log.warning("AUTOMEM_API_TOKEN is not set: accepting unauthenticated requests on %s", address)

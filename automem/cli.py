@@ -70,34 +70,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if args.check:
         # Light on purpose (a health check runs often): settings and Redis only, no services.
         return 0 if worker_registered(load_settings(), socket.gethostname()) else 1
-    from rq import SimpleWorker
+    from enrichment import worker
 
-    from automem.stores.queue import QUEUE_NAMES
-    from enrichment.context import current_services
-    from enrichment.jobs import reconcile
-
-    svc = current_services()
-    if svc.settings.worker_nice > 0:
-        os.nice(min(19, svc.settings.worker_nice))
-    svc.jobs.recover_abandoned()  # before reconcile: their ids must not read "started" any more
-    if svc.settings.reconcile_on_start and not args.no_reconcile:
-        logging.getLogger("automem").info("reconcile: %s", reconcile())
-    queues = args.queues.split(",") if args.queues else list(QUEUE_NAMES)
-    # SimpleWorker runs jobs in this process: the embedding model and clients load once, not per job.
-    worker = SimpleWorker(queues, connection=svc.queue_redis)
-    cron = None
-    if not args.no_cron and not args.burst:
-        # Consolidation's RQ cron scheduler; a Redis lease keeps exactly one active across workers.
-        from enrichment.cron import start_thread
-
-        cron = start_thread(svc.settings, svc.queue_redis, svc.graph)
-    try:
-        worker.work(burst=args.burst, with_scheduler=True, logging_level=svc.settings.log_level)
-    finally:
-        if cron:
-            cron[1].set()
-            cron[0].join(timeout=5)
-    return 0
+    queues = args.queues.split(",") if args.queues else list(worker.QUEUE_NAMES)
+    cron = not args.no_cron and not args.burst
+    return worker.run(queues, burst=args.burst, cron=cron, reconcile_first=not args.no_reconcile)
 
 
 def cmd_cron(args: argparse.Namespace) -> int:
@@ -107,7 +84,7 @@ def cmd_cron(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from enrichment.jobs import reconcile
+    from enrichment.maintenance import reconcile
 
     print(json.dumps(reconcile()))
     return 0
@@ -117,8 +94,9 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     """Queue re-embedding (workers do it) and, with --wait, show a progress bar until done."""
     from tqdm import tqdm
 
+    from automem.backlog import reembed_progress
     from enrichment.context import current_services
-    from enrichment.jobs import reembed, reembed_progress
+    from enrichment.embedding import reembed
 
     print(json.dumps(reembed(every=args.all)))
     if not args.wait:

@@ -190,7 +190,7 @@ def render_readme() -> str:
 
 def openapi_document() -> dict[str, Any]:
     """The document `GET /openapi.json` serves, built from a store-less app with every blueprint."""
-    from automem.app import routes_app
+    from automem.api.routes import routes_app
     from automem.openapi import build_spec
 
     return build_spec(routes_app())

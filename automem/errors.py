@@ -61,6 +61,13 @@ class PayloadTooLarge(AutomemError):
     code = "payload_too_large"
 
 
+class NotImplementedYet(AutomemError):
+    """A route whose feature this process does not have (documented as such)."""
+
+    status = 501
+    code = "not_implemented"
+
+
 class StoreUnavailable(AutomemError):
     """The graph store (the source of truth) cannot be reached."""
 

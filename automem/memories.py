@@ -24,6 +24,7 @@ from automem.embedding import EmbeddingProvider
 from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from automem.history import SYSTEM, Change, diff
 from automem.listing import listed_docs, tag_filter
+from automem.llm import LlmClient, LlmError
 from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
@@ -31,11 +32,8 @@ from automem.stores.queue import JobQueue
 from automem.tags import SESSION_KEYS, canonical_prefix, sequence_scope, tag_prefixes
 from automem.timeutil import format_utc, now_iso, utc_now
 from automem.vectorsync import VectorSync
-from enrichment.llm import LlmClient, LlmError
 
 log = logging.getLogger(__name__)
-# Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
-ENRICH_CHUNK = 50
 
 DEFAULT_TENANT = "default"
 _PATCH_ATTEMPTS = 5

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import redis
@@ -31,7 +31,8 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from automem.embedding.base import EmbeddingProvider
+from automem.counters import EMBEDDING_STATS_KEY, ENRICHMENT_STATS_KEY
+from automem.stores.codec import decoded
 
 if TYPE_CHECKING:
     from automem.services import Services
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-EMBEDDING_STATS_KEY = "automem:embedding:stats"
 # Request latencies from 1 ms to 10 s; recall stages from 0.1 ms to 1 s.
 _HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)
 _STAGE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -130,7 +130,7 @@ class StoreCollector(Collector):
 
     def _counters(self) -> Iterator[Metric]:
         conn = self.svc.queue_redis
-        embedding = _decoded(conn.hgetall(EMBEDDING_STATS_KEY))
+        embedding = decoded(conn.hgetall(EMBEDDING_STATS_KEY))
         for name, help_text in (
             ("calls", "Embedding provider calls."),
             ("texts", "Texts embedded."),
@@ -139,9 +139,7 @@ class StoreCollector(Collector):
             yield CounterMetricFamily(
                 f"automem_embedding_{name}", help_text, value=float(embedding.get(name, 0))
             )
-        from enrichment.jobs import STATS_KEY
-
-        enrichment = _decoded(conn.hgetall(STATS_KEY))
+        enrichment = decoded(conn.hgetall(ENRICHMENT_STATS_KEY))
         yield CounterMetricFamily(
             "automem_enrichment_memories", "Memories enriched.", value=float(enrichment.get("enriched", 0))
         )
@@ -156,42 +154,3 @@ class StoreCollector(Collector):
             for outcome, count in llm.stats().items():
                 calls.add_metric([outcome], float(count))
             yield calls
-
-
-def count_embedding(conn: redis.Redis | None, texts: int, failed: bool) -> None:
-    """Add one provider call to the shared counters; a Redis failure never fails the embedding."""
-    if conn is None:
-        return
-    try:
-        pipe = conn.pipeline(transaction=False)
-        pipe.hincrby(EMBEDDING_STATS_KEY, "calls", 1)
-        pipe.hincrby(EMBEDDING_STATS_KEY, "errors" if failed else "texts", 1 if failed else texts)
-        pipe.execute()
-    except redis.exceptions.RedisError:
-        pass
-
-
-def _decoded(raw: dict[bytes | str, bytes | str]) -> dict[str, str]:
-    return {
-        (k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes) else v)
-        for k, v in raw.items()
-    }
-
-
-class MeteredEmbedder(EmbeddingProvider):
-    """A provider that counts its calls, texts and failures in Redis (see `count_embedding`)."""
-
-    def __init__(self, inner: EmbeddingProvider, conn: redis.Redis | None) -> None:
-        super().__init__(inner.model, inner.dimension)
-        self.name = inner.name
-        self.inner = inner
-        self.conn = conn
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        try:
-            vectors = self.inner.embed(texts)
-        except Exception:
-            count_embedding(self.conn, len(texts), failed=True)
-            raise
-        count_embedding(self.conn, len(texts), failed=False)
-        return vectors

@@ -368,6 +368,17 @@ class ReprocessBody(_Body):
         return self
 
 
+# POST /consolidate: a dry run (the default) answers in the request; a real run is queued.
+class ConsolidateRequest(_Body):
+    mode: Literal["decay", "creative", "cluster", "forget", "full"] = "full"
+    dry_run: StrictBool = True
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
 class SyncBody(_Body):
     """POST /admin/sync: repair vectors that lag the graph, or (`all`) rewrite every point."""
 

@@ -16,11 +16,11 @@ from flask import Flask
 from pydantic import BaseModel, ConfigDict, Field
 
 from automem import __version__
-from automem.api.consolidation import ConsolidateRequest
 from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
     ByTagQuery,
+    ConsolidateRequest,
     HistoryQuery,
     MemoryCreate,
     MemoryUpdate,

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
+from automem.backlog import queue_missing_work
 from automem.backup import CHUNK, ArchiveCheck, checked_records
 from automem.errors import Conflict
 from automem.stores.vectors import VectorPoint
@@ -61,8 +62,6 @@ def restore_archive(
             writer.add(record)
         writer.flush_all()
     repaired = svc.sync.repair() if svc.vectors is not None else 0
-    from enrichment.jobs import queue_missing_work
-
     queued = queue_missing_work(svc)
     header = check.header or {}
     return {

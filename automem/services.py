@@ -15,16 +15,17 @@ from dataclasses import dataclass, field
 import redis
 
 from automem.embedding import EmbeddingProvider, build_provider
+from automem.embedding.metered import MeteredEmbedder
 from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.idempotency import IdempotencyStore
+from automem.llm import LlmClient
 from automem.memories import MemoryService
-from automem.metrics import MeteredEmbedder
+from automem.ports import ConsolidationPort
 from automem.settings import Settings
 from automem.stores.graph import GraphStore
 from automem.stores.queue import JobQueue
 from automem.stores.vectors import VectorStore, open_vector_store
 from automem.vectorsync import VectorSync
-from enrichment.llm import LlmClient
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +43,15 @@ class Services:
     idempotency: IdempotencyStore
     warnings: list[str] = field(default_factory=list)
     llm: LlmClient | None = None
+    # Worker-side logic the API runs in the request; set by the app factory (automem.ports).
+    consolidation: ConsolidationPort | None = None
 
     def close(self) -> None:
         if self.vectors is not None:
             self.vectors.close()
 
 
-def _require_url(settings: Settings) -> tuple[str, str]:
+def require_urls(settings: Settings) -> tuple[str, str]:
     graph_url, queue_url = settings.graph_url(), settings.queue_url()
     if not graph_url or not queue_url:
         raise ConfigurationError(
@@ -89,7 +92,7 @@ def open_vectors(settings: Settings, dimension: int) -> VectorStore:
 
 
 def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
-    graph_url, queue_url = _require_url(settings)
+    graph_url, queue_url = require_urls(settings)
     graph = GraphStore.from_url(graph_url, settings.falkordb_graph, settings.graph_timeout_seconds)
     queue_redis = redis.Redis.from_url(queue_url)
     provider, warnings = build_provider(settings)

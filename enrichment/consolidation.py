@@ -58,16 +58,18 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from automem.history import JOB_CONSOLIDATE, Change
+from automem.jobnames import JobName
+from automem.services import Services
+from automem.settings import Settings
+from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
-
-if TYPE_CHECKING:
-    from automem.services import Services
-    from automem.settings import Settings
+from enrichment.context import current_services
+from enrichment.registry import job
 
 log = logging.getLogger(__name__)
 
@@ -655,14 +657,13 @@ def task_interval(settings: Settings, task: str) -> int:
     return int(getattr(settings, f"consolidation_{task}_interval_seconds"))
 
 
+@job(JobName.CONSOLIDATE)
 def run_consolidation(mode: str, dry_run: bool = False, scheduled: bool = False) -> dict[str, Any]:
     """Run one consolidation mode (an RQ job on the `maintenance` queue).
 
     Real runs hold a Redis lock, so two never overlap (a second one is skipped). A scheduled run
     whose task already ran within half its interval is skipped: several schedulers, or a retried
     enqueue, cannot make a task run twice."""
-    from enrichment.context import current_services
-
     svc = current_services()
     if mode not in MODES:
         raise ValueError(f"unknown consolidation mode {mode!r}")
@@ -673,8 +674,6 @@ def run_consolidation(mode: str, dry_run: bool = False, scheduled: bool = False)
             return {"mode": mode, "skipped": f"ran at {last}"}
     if dry_run:
         return Consolidator(svc).run(mode, dry_run=True, trigger="job")
-    from automem.stores.queue import CONSOLIDATION_TIMEOUT
-
     token = secrets.token_hex(8)
     if not svc.queue_redis.set(RUN_LOCK, token, nx=True, ex=CONSOLIDATION_TIMEOUT):
         return {"mode": mode, "skipped": "another consolidation run is in progress"}

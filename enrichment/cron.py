@@ -25,20 +25,20 @@ import threading
 import time
 import uuid
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 from rq.cron import CronScheduler
 from rq.exceptions import SchedulerNotFound
 
+from automem.services import require_urls
+from automem.settings import Settings
+from automem.stores.graph import GraphStore
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
 from automem.timeutil import format_utc, parse_iso, utc_now
 from enrichment.consolidation import TASKS, run_consolidation, task_interval
-from enrichment.jobs import dispatch_intake, purge_deleted, reconcile
-
-if TYPE_CHECKING:
-    from automem.settings import Settings
-    from automem.stores.graph import GraphStore
+from enrichment.intake import dispatch_intake
+from enrichment.maintenance import purge_deleted, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -189,10 +189,7 @@ def start_thread(
 
 def run_forever(settings: Settings) -> int:
     """`automem cron`: only the scheduler, until SIGINT/SIGTERM."""
-    from automem.services import _require_url
-    from automem.stores.graph import GraphStore
-
-    graph_url, queue_url = _require_url(settings)
+    graph_url, queue_url = require_urls(settings)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

@@ -1,22 +1,36 @@
-"""What enrichment derives from a memory: entities and their tags, a short summary, run info.
+"""Enrichment: what it derives from a memory (entities and their tags, a short summary, run
+info) and the job that writes it.
 
-Pure functions over a stored memory document; the job in `enrichment.jobs` reads the memory,
-derives an `Enrichment` here and writes it back only if the client has not changed the memory
-since (version guard in the graph store).
+`derive` is a pure function over a stored memory; the job `enrich_memories` reads the memory,
+derives an `Enrichment` and writes it back only if the client has not changed the memory since
+(version guard in the graph store), then places it in its sequence and links similar memories.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from automem.backlog import ENRICHMENT_VERSION
+from automem.counters import ENRICHMENT_STATS_KEY
+from automem.history import JOB_ENRICH, diff
+from automem.jobnames import JobName
+from automem.services import Services
 from automem.tags import sequence_scope, tag_prefixes
+from automem.timeutil import now_iso
+from enrichment.context import current_services
 from enrichment.entities import Entity, extract_entities
+from enrichment.links import link_sequence, link_similar
+from enrichment.registry import job
 
-# Bump when what enrichment derives changes: reconcile then re-enriches older memories.
-ENRICHMENT_VERSION = 1
+# Reads and guarded writes per memory before giving up: a client editing the memory meanwhile
+# queued its own enrichment of the newer version.
+_ATTEMPTS = 3
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -105,3 +119,93 @@ def _entities_by_kind(found: list[Entity]) -> dict[str, list[str]]:
     for entity in found:
         out.setdefault(entity.kind, []).append(entity.name)
     return {kind: sorted(set(names)) for kind, names in sorted(out.items())}
+
+
+@job(JobName.ENRICH)
+def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
+    """Enrich each memory: entities and their tags, MENTIONS edges, a summary, its place in its
+    sequence (PRECEDED_BY) and, once it has a vector, SIMILAR_TO links.
+
+    Idempotent: a memory already enriched at the current version is skipped unless `force`.
+    The write is guarded by the memory's version, so a client change made while the job ran is
+    never reverted; the job re-reads and tries again, and the change also queued its own job."""
+    svc = current_services()
+    enriched = 0
+    with _recording(svc) as record:
+        for memory_id in memory_ids:
+            if _enrich_one(svc, memory_id, force):
+                enriched += 1
+                record(memory_id)
+    return {"enriched": enriched, "skipped": len(memory_ids) - enriched}
+
+
+def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
+    s = svc.settings
+    for _ in range(_ATTEMPTS):
+        doc = svc.graph.get_memory(memory_id)
+        if doc is None or doc.get("state") != "active":
+            return False
+        if (
+            not force
+            and doc.get("enriched")
+            and int(doc.get("enrichment_version") or 0) >= ENRICHMENT_VERSION
+        ):
+            return False
+        now = now_iso()
+        plan = derive(
+            doc,
+            now=now,
+            max_entities=s.enrichment_max_entities,
+            max_tags=s.max_tags,
+            summary_length=s.enrichment_summary_length,
+        )
+        event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
+        if svc.graph.apply_enrichment(memory_id, int(doc["version"]), plan.props, plan.entities, event):
+            _classify_if_unsure(svc, doc)
+            link_sequence(svc.graph, svc.queue_redis, {**doc, **plan.props}, now)
+            if doc.get("embedding_hash") and doc.get("embedding_hash") == doc.get("content_hash"):
+                link_similar(
+                    svc.graph,
+                    memory_id,
+                    s.enrichment_similarity_limit,
+                    s.enrichment_similarity_threshold,
+                    now,
+                )
+            svc.sync.request([memory_id], payload_only=True)  # tags and rev: the vector is as it was
+            return True
+    return False
+
+
+def _classify_if_unsure(svc: Services, doc: dict[str, Any]) -> None:
+    """Hand a memory the rules classified with low confidence to the LLM classification job."""
+    if svc.llm is None or doc.get("classification") == "explicit" or doc.get("classification") == "llm":
+        return
+    if float(doc.get("confidence") or 0.0) >= svc.settings.llm_classify_below:
+        return
+    svc.jobs.enqueue_classify(doc["id"], int(doc["version"]))
+
+
+@contextmanager
+def _recording(svc: Services) -> Iterator[Any]:
+    """Count successes and failures in Redis for GET /enrichment/status (no content logged)."""
+    last: list[str] = []
+    try:
+        yield last.append
+    except Exception as exc:
+        svc.queue_redis.hset(
+            ENRICHMENT_STATS_KEY,
+            mapping={"last_error": f"{exc.__class__.__name__}: {str(exc)[:200]}", "last_error_at": now_iso()},
+        )
+        svc.queue_redis.hincrby(ENRICHMENT_STATS_KEY, "failures", 1)
+        raise
+    finally:
+        if last:
+            svc.queue_redis.hincrby(ENRICHMENT_STATS_KEY, "enriched", len(last))
+            svc.queue_redis.hset(
+                ENRICHMENT_STATS_KEY,
+                mapping={
+                    "last_success_id": last[-1],
+                    "last_success_at": now_iso(),
+                    "last_success_epoch": str(time.time()),
+                },
+            )

@@ -12,14 +12,13 @@ import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
-from rq import SimpleWorker
 
 from automem.app import create_app, stop_app
 from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
 from automem.settings import Settings, registry
-from automem.stores.queue import QUEUE_NAMES
 from enrichment.context import use_services
+from enrichment.worker import run_burst
 from tests.stack import Service, started_services
 
 API_TOKEN = "test-api-token"
@@ -126,8 +125,7 @@ def api(client: FlaskClient) -> Api:
 
 def run_jobs(services: Services) -> None:
     """Run every queued job in-process with a real RQ worker, then apply handed-off vector writes."""
-    use_services(services)
-    SimpleWorker(list(QUEUE_NAMES), connection=services.queue_redis).work(burst=True, with_scheduler=False)
+    run_burst(services)
     if services.vectors is not None:
         services.sync.drain_all()
 

@@ -10,13 +10,14 @@ import redis
 from rq import Retry, SimpleWorker
 from rq.job import JobStatus
 
+from automem.jobnames import JobName
 from automem.services import Services
 
 
 def _running_job(services: Services, conn: redis.Redis, job_id: str, worker_pid: int) -> SimpleWorker:
     """A job in the embed queue's StartedJobRegistry, run by a worker registered with `worker_pid`."""
     queue = services.jobs.queues["embed"]
-    job = queue.enqueue("enrichment.jobs.embed_memories", [], job_id=job_id, retry=Retry(max=2, interval=0))
+    job = queue.enqueue(JobName.EMBED.value, [], job_id=job_id, retry=Retry(max=2, interval=0))
     worker = SimpleWorker([queue], connection=conn)
     worker.register_birth()
     conn.hset(worker.key, "pid", worker_pid)

@@ -437,10 +437,10 @@ def test_cron_registers_enabled_tasks(settings: Settings, redis_conn: redis.Redi
     with_purge = build_scheduler(settings, redis_conn, {})
     registered = {job.name: job for job in with_purge.get_jobs()}
     purge, sweep = registered["purge-deleted"], registered["intake-sweep"]
-    assert purge.func_name == "enrichment.jobs.purge_deleted" and purge.interval == 3600
-    assert sweep.func_name == "enrichment.jobs.dispatch_intake" and sweep.interval == 60
+    assert purge.func_name == "enrichment.maintenance.purge_deleted" and purge.interval == 3600
+    assert sweep.func_name == "enrichment.intake.dispatch_intake" and sweep.interval == 60
     reconcile = registered["reconcile"]
-    assert reconcile.func_name == "enrichment.jobs.reconcile" and reconcile.interval == 900
+    assert reconcile.func_name == "enrichment.maintenance.reconcile" and reconcile.interval == 900
     # Purge, reconcile and the intake sweep do not depend on consolidation.
     no_consolidation = settings.model_copy(update={"consolidation_enabled": False})
     assert {j.name for j in build_scheduler(no_consolidation, redis_conn, {}).get_jobs()} == {

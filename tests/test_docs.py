@@ -10,7 +10,7 @@ import pytest
 from flask import Blueprint
 
 from automem import cli, docsgen
-from automem.app import routes_app
+from automem.api.routes import routes_app
 from automem.openapi import OPERATIONS, build_spec
 from tests.conftest import Api
 

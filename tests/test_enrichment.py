@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from automem.services import Services
-from enrichment import jobs as enrichment_jobs
+from enrichment import enrich as enrichment_jobs
 from enrichment.enrich import ENRICHMENT_VERSION, first_sentence
+from enrichment.intake import dispatch_intake
+from enrichment.maintenance import reconcile
 from tests.conftest import ADMIN_TOKEN, Api
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -249,7 +251,7 @@ def test_reconcile_after_queue_loss_redoes_the_work(api: Api, services: Services
     from enrichment.context import use_services
 
     use_services(services)
-    result = enrichment_jobs.reconcile()
+    result = reconcile()
     assert result["enrichment_queued"] == 3
     assert result["queued"] == 3  # embeddings too
     jobs()
@@ -269,15 +271,15 @@ def _queued_functions(services: Services, queue: str) -> list[str]:
 def test_single_writes_reach_the_workers_in_chunked_jobs(api: Api, services: Services, jobs: Any) -> None:
     ids = [_store(api, f"Intake note {n} on Redis and Postgres.") for n in range(40)]
     # The request path only appended to the intake; one dispatch job was queued for all 40.
-    assert _queued_functions(services, "embed") == ["enrichment.jobs.dispatch_intake"]
+    assert _queued_functions(services, "embed") == ["dispatch_intake"]
     assert services.jobs.intake_depths() == {"embed": 40, "enrich": 40}
     from enrichment.context import use_services
 
     use_services(services)
-    assert enrichment_jobs.dispatch_intake() == {"embed": 40, "enrich": 40}
+    assert dispatch_intake() == {"embed": 40, "enrich": 40}
     embed_jobs = [f for f in _queued_functions(services, "embed") if f.endswith("embed_memories")]
     assert len(embed_jobs) == 2  # 32 + 8 (EMBEDDING_BATCH_SIZE), not 40 single-text model calls
-    assert _queued_functions(services, "enrich") == ["enrichment.jobs.enrich_memories"]
+    assert _queued_functions(services, "enrich") == ["enrich_memories"]
     jobs()
     assert all(_memory(api, i)["enriched"] and _memory(api, i)["embedding_status"] == "stored" for i in ids)
 
@@ -292,7 +294,7 @@ def test_a_lost_dispatch_job_is_made_good_by_the_sweep(api: Api, services: Servi
     from enrichment.context import use_services
 
     use_services(services)
-    assert enrichment_jobs.dispatch_intake() == {"embed": 2, "enrich": 2}  # what the cron sweep runs
+    assert dispatch_intake() == {"embed": 2, "enrich": 2}  # what the cron sweep runs
     jobs()
     assert all(_memory(api, i)["enriched"] for i in (first, second))
 
@@ -366,7 +368,7 @@ def test_failed_jobs_are_listed_and_requeued(
     monkeypatch.setattr(enrichment_jobs, "derive", broken)
     run_jobs(services)
     listing = api.get("/admin/jobs", headers=ADMIN).get_json()
-    failed = [j for j in listing["failed_jobs"] if j["function"] == "enrichment.jobs.enrich_memories"]
+    failed = [j for j in listing["failed_jobs"] if j["function"] == "enrich_memories"]
     assert failed
     assert "extractor exploded" in failed[0]["error"]
     status = api.get("/enrichment/status").get_json()

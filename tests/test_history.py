@@ -11,9 +11,9 @@ from typing import Any
 from automem.history import JOB_CONSOLIDATE
 from automem.services import Services
 from automem.timeutil import now_iso
-from enrichment import jobs as enrichment_jobs
 from enrichment.consolidation import Consolidator
 from enrichment.context import use_services
+from enrichment.maintenance import purge_deleted
 from tests.conftest import ADMIN_TOKEN, API_TOKEN, Api
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -177,14 +177,14 @@ def test_purge_job_and_history_retention(api: Api, services: Services) -> None:
         {"id": kept},
     )
     use_services(services)
-    result = enrichment_jobs.purge_deleted()
+    result = purge_deleted()
     assert result["purged"] == 1 and result["events_pruned"] == 1
     assert [e["event"] for e in _events(api, old)] == ["purged"]
     assert _events(api, old)[0]["actor"] == "job:purge"
     assert [e["version"] for e in _events(api, kept)] == [3, 1]  # the creation lives on the memory
     services.settings = services.settings.model_copy(update={"history_retention_days": 0})
     services.graph._query("MATCH (e:MemoryEvent) SET e.at = '2001-01-01T00:00:00.000000+00:00'")
-    assert enrichment_jobs.purge_deleted()["events_pruned"] == 0  # 0 keeps history forever
+    assert purge_deleted()["events_pruned"] == 0  # 0 keeps history forever
 
 
 def test_history_errors(api: Api, client: Any) -> None:

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from automem.services import Services
-from enrichment import jobs as enrichment_jobs
 from enrichment.consolidation import Consolidator
 from enrichment.context import use_services
+from enrichment.embedding import embed_memories
+from enrichment.enrich import enrich_memories
+from enrichment.maintenance import flush_access
 from tests.conftest import Api
 
 OLD = "2019-01-01T00:00:00Z"
@@ -46,7 +48,7 @@ def test_the_embedding_job_keeps_a_vector_the_client_supplied_meanwhile(
 
     monkeypatch.setattr(services.embedder, "embed", embed_while_the_client_sends_its_vector)
     use_services(services)
-    result = enrichment_jobs.embed_memories([memory_id])
+    result = embed_memories([memory_id])
     assert result["embedded"] == 0
     embedding, model = _graph(services, memory_id, "embedding", "embedding_model")
     assert model == "client" and [round(v, 6) for v in embedding] == client_vector
@@ -58,12 +60,12 @@ def test_a_recall_access_does_not_undo_a_client_last_accessed(api: Api, services
     # After the recall (logged, not yet applied) the client sets an older last_accessed.
     assert api.patch(f"/memory/{memory_id}", json={"last_accessed": OLD}).status_code == 200
     use_services(services)
-    enrichment_jobs.flush_access()
+    flush_access()
     count, last = _graph(services, memory_id, "access_count", "last_accessed")
     assert count == 1 and last.startswith("2019-01-01")
     # An access after the client's change moves it as usual.
     api.get("/recall?query=quarterly%20roadmap")
-    enrichment_jobs.flush_access()
+    flush_access()
     count, last = _graph(services, memory_id, "access_count", "last_accessed")
     assert count == 2 and not last.startswith("2019")
 
@@ -100,7 +102,7 @@ def test_a_patch_keeps_what_enrichment_wrote_after_the_patch_read(
         if not raced:  # the PATCH has read the memory; enrichment commits before its write
             raced.append(True)
             use_services(services)
-            assert enrichment_jobs.enrich_memories([memory_id])["enriched"] == 1
+            assert enrich_memories([memory_id])["enriched"] == 1
         return doc
 
     monkeypatch.setattr(services.graph, "get_memory", read_then_enrichment_lands)

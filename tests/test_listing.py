@@ -13,9 +13,9 @@ import pytest
 
 from automem.embedded import EmbeddedFalkorDB
 from automem.listing import listed_docs, tag_filter
-from automem.recall.filters import RecallFilter
 from automem.services import Services
 from automem.settings import Settings
+from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import now_iso
 from tests.conftest import Api, make_settings
 

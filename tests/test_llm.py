@@ -12,8 +12,7 @@ import pytest
 import redis
 
 from automem.embedded import EmbeddedFalkorDB
-from automem.settings import Settings
-from enrichment.llm import (
+from automem.llm import (
     BREAKER_KEY,
     FAILURES_TO_OPEN,
     LlmClient,
@@ -23,6 +22,7 @@ from enrichment.llm import (
     memory_type_for,
     parse_classification,
 )
+from automem.settings import Settings
 from tests.stubs.openai_stub import OpenAIStub
 
 CHAT = "/chat/completions"
@@ -357,7 +357,7 @@ def test_logs_hold_no_content_or_key(
     stub: OpenAIStub, redis_conn: redis.Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Our logger only: the SDK's own debug logging (OPENAI_LOG=debug) prints request bodies.
-    caplog.set_level(logging.DEBUG, logger="enrichment.llm")
+    caplog.set_level(logging.DEBUG, logger="automem.llm")
     client = make_client(stub, redis_conn, llm_api_key="sk-very-secret")
     stub.chat_reply = "not json at all"
     with pytest.raises(LlmFailed):
@@ -368,7 +368,7 @@ def test_logs_hold_no_content_or_key(
     stub.fail_next(429)
     with pytest.raises(LlmPaused):
         client.classify("PRIVATE-CONTENT")
-    ours = "\n".join(r.getMessage() for r in caplog.records if r.name == "enrichment.llm")
+    ours = "\n".join(r.getMessage() for r in caplog.records if r.name == "automem.llm")
     assert "HTTP 500" in ours and "HTTP 429" in ours
     for secret in ("PRIVATE-CONTENT", "sk-very-secret", "not json at all"):
         assert secret not in ours

@@ -379,7 +379,7 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
 ) -> None:
     """Above RECALL_EXACT_SEARCH_LIMIT the vector channel asks the graph's HNSW index (on four
     memories it is exact), with the same scores; a narrow filter falls back to the exact search."""
-    from automem.recall.filters import RecallFilter
+    from automem.stores.recall_filter import RecallFilter
     from automem.timeutil import now_iso
 
     assert services.vectors is not None

@@ -57,8 +57,8 @@ def test_recover_after_the_content_was_stored_again(api: Api) -> None:
 
 
 def test_the_purge_job_removes_memories_past_retention(api: Api, services: Services, jobs: Any) -> None:
-    from enrichment import jobs as enrichment_jobs
     from enrichment.context import use_services
+    from enrichment.maintenance import purge_deleted
 
     old = _store(api, "Deleted long ago")
     recent = _store(api, "Deleted yesterday")
@@ -71,7 +71,7 @@ def test_the_purge_job_removes_memories_past_retention(api: Api, services: Servi
         "MATCH (m:Memory {id: $id}) SET m.deleted_at = '2000-01-01T00:00:00.000000+00:00'", {"id": old}
     )
     use_services(services)
-    result = enrichment_jobs.purge_deleted()
+    result = purge_deleted()
     assert result["purged"] == 1
     assert services.graph.get_memory(old, include_deleted=True) is None
     assert services.graph.get_memory(recent, include_deleted=True) is not None

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from automem.backlog import reembed_progress
 from automem.services import Services
-from enrichment import jobs as enrichment_jobs
 from enrichment.context import use_services
+from enrichment.embedding import reembed
+from enrichment.maintenance import reconcile
 from tests.conftest import ADMIN_TOKEN, Api, run_jobs
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -55,12 +57,12 @@ def test_all_mode_re_embeds_every_memory_and_reports_progress(api: Api, services
     ids = [_store(api, f"Architecture decision {n}") for n in range(3)]
     run_jobs(services)
     use_services(services)
-    started = enrichment_jobs.reembed(every=True)
+    started = reembed(every=True)
     assert started["queued"] == 3
-    progress = enrichment_jobs.reembed_progress(services)
+    progress = reembed_progress(services)
     assert progress["mode"] == "all" and progress["done"] == 0 and progress["remaining"] == 3
     run_jobs(services)
-    progress = enrichment_jobs.reembed_progress(services)
+    progress = reembed_progress(services)
     assert progress["done"] == 3 and progress["remaining"] == 0
     docs = services.graph.get_memories(ids)
     assert all(d["embedding_hash"] == d["content_hash"] for d in docs)
@@ -71,7 +73,7 @@ def test_reconcile_re_embeds_after_a_model_change(api: Api, services: Services) 
     run_jobs(services)
     _pretend_an_older_model(services, ids)
     use_services(services)
-    assert enrichment_jobs.reconcile()["queued"] == 2
+    assert reconcile()["queued"] == 2
     run_jobs(services)
     assert set(_models(services, ids).values()) == {services.embedder.label}
 

@@ -7,9 +7,9 @@ from flask import Blueprint, Response, request
 
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
-from automem.errors import StoreUnavailable
+from automem.backlog import reembed_progress
+from automem.health import repair_vectors
 from automem.models import ReembedBody, SyncBody, parse
-from enrichment.jobs import reembed_progress
 
 bp = Blueprint("admin", __name__)
 
@@ -21,20 +21,7 @@ def sync() -> tuple[Response, int]:
     missing or older than its memory is rewritten (`{"all": true}`: every point)."""
     svc = services()
     body = parse(SyncBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
-    if svc.vectors is None:
-        raise StoreUnavailable("this process does not own the vector store")
-    repaired = svc.sync.repair(force=body.all)
-    total = svc.graph.counts()["total"]
-    points = svc.vectors.count()
-    return respond(
-        {
-            "status": "success",
-            "repaired": repaired,
-            "graph_memories": total,
-            "vector_points": points,
-            "difference": total - points,
-        }
-    )
+    return respond({"status": "success", **repair_vectors(svc, every=body.all)})
 
 
 @bp.post("/admin/reembed")

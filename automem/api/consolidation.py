@@ -8,31 +8,23 @@ can archive memories (`forget`, `full`) need the admin token.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
 from flask import Blueprint, Response, request
-from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
-from automem.models import parse
+from automem.errors import NotImplementedYet
+from automem.models import ConsolidateRequest, parse
+from automem.ports import ConsolidationPort
 from automem.schemas import ConsolidationStatus
-from enrichment.consolidation import DESTRUCTIVE_MODES, Consolidator, consolidation_running, task_interval
-from enrichment.cron import next_runs, scheduler_info
 
 bp = Blueprint("consolidation", __name__)
 
 
-class ConsolidateRequest(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    mode: Literal["decay", "creative", "cluster", "forget", "full"] = "full"
-    dry_run: StrictBool = True
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return value.strip().lower() if isinstance(value, str) else value
+def _consolidation() -> ConsolidationPort:
+    port = services().consolidation
+    if port is None:
+        raise NotImplementedYet("consolidation is not wired into this process (no worker side)")
+    return port
 
 
 @bp.post("/consolidate")
@@ -40,10 +32,10 @@ def consolidate() -> tuple[Response, int]:
     svc = services()
     data = json_body() if request.get_data(cache=True) else {}
     body = parse(ConsolidateRequest, data, svc.settings)
+    port = _consolidation()
     if body.dry_run:
-        run = Consolidator(svc).run(body.mode, dry_run=True, trigger="api")
-        return respond({"status": "success", "consolidation": run})
-    if body.mode in DESTRUCTIVE_MODES:
+        return respond({"status": "success", "consolidation": port.preview(body.mode)})
+    if body.mode in port.destructive_modes:
         return _enqueue_destructive(body.mode)
     return _enqueue(body.mode)
 
@@ -68,15 +60,5 @@ def _enqueue(mode: str) -> tuple[Response, int]:
 
 @bp.get("/consolidate/status")
 def status() -> tuple[Response, int]:
-    svc = services()
-    settings = svc.settings
-    last_runs = svc.graph.consolidation_last_runs()
-    body = ConsolidationStatus(
-        enabled=settings.consolidation_enabled,
-        running=consolidation_running(svc),
-        intervals={t: task_interval(settings, t) for t in ("decay", "creative", "cluster", "forget")},
-        next_runs=next_runs(settings, svc.queue_redis, last_runs),
-        scheduler=scheduler_info(svc.queue_redis),
-        history=svc.graph.consolidation_runs(settings.consolidation_history_limit),
-    )
+    body = ConsolidationStatus(**_consolidation().status())
     return respond(body.model_dump())

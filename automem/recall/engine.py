@@ -23,7 +23,6 @@ from automem.errors import InvalidInput
 from automem.listing import listed_docs
 from automem.memories import DEFAULT_TENANT, content_hash, public_memory
 from automem.recall.expansion import expand
-from automem.recall.filters import RecallFilter
 from automem.recall.fusion import (
     Candidate,
     CandidatePool,
@@ -38,6 +37,7 @@ from automem.recall.state import resolve_current
 from automem.recall.timeparse import resolve_window
 from automem.relations import MEMORY_LINKS, SYSTEM
 from automem.services import Services
+from automem.stores.recall_filter import RecallFilter
 from automem.tags import canonical_prefix
 from automem.timeutil import now_iso
 

@@ -28,11 +28,11 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import Any
 
-from automem.recall.filters import RecallFilter
 from automem.recall.fusion import Candidate, CandidatePool, reachable_floor
 from automem.recall.query import RecallQuery
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
+from automem.stores.recall_filter import RecallFilter
 
 SEEDS = 10
 AUTHORED_WEIGHT = 0.7

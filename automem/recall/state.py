@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from automem.recall.filters import RecallFilter
 from automem.recall.fusion import Candidate, CandidatePool
 from automem.relations import SUPERSEDING
 from automem.stores.graph import GraphStore
+from automem.stores.recall_filter import RecallFilter
 
 MAX_HOPS = 10
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import redis.exceptions
 from falkordb import FalkorDB
@@ -24,11 +24,9 @@ from automem.errors import StoreUnavailable
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
+from automem.stores.recall_filter import RecallFilter
 from automem.tags import tag_prefixes
 from automem.timeutil import format_utc, parse_iso
-
-if TYPE_CHECKING:
-    from automem.recall.filters import RecallFilter
 
 log = logging.getLogger(__name__)
 

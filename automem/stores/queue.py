@@ -28,6 +28,7 @@ from rq.exceptions import NoSuchJobError
 from rq.executions import Execution
 from rq.job import Job, JobStatus
 
+from automem.jobnames import JobName
 from automem.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,9 @@ class JobQueue:
         intervals = self.settings.retry_intervals()
         return Retry(max=len(intervals), interval=intervals) if intervals else None
 
-    def _enqueue(self, queue: str, func: str, job_id: str, *args: object, delay: float | None = None) -> bool:
+    def _enqueue(
+        self, queue: str, name: JobName, job_id: str, *args: object, delay: float | None = None
+    ) -> bool:
         """Enqueue unless a job with this id is already waiting or running; True if enqueued.
         With `delay` (seconds) the job waits in RQ's scheduled registry first."""
         try:
@@ -84,9 +87,9 @@ class JobQueue:
             "failure_ttl": 7 * 86400,
         }
         if delay:
-            self.queues[queue].enqueue_in(timedelta(seconds=delay), func, *args, **options)
+            self.queues[queue].enqueue_in(timedelta(seconds=delay), name.value, *args, **options)
         else:
-            self.queues[queue].enqueue(func, *args, **options)
+            self.queues[queue].enqueue(name.value, *args, **options)
         return True
 
     def enqueue_classify(
@@ -96,7 +99,7 @@ class JobQueue:
         limited comes back as the next attempt (its own id: the running job still holds its id)."""
         return self._enqueue(
             "enrich",
-            "enrichment.jobs.classify_memory",
+            JobName.CLASSIFY,
             f"classify-{memory_id}-{version}-{attempt}",
             memory_id,
             attempt,
@@ -110,24 +113,23 @@ class JobQueue:
         model exists, for a full re-embedding)."""
         digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
         job_id = f"{'reembed' if force else 'embed'}-{digest}"
-        return self._enqueue("embed", "enrichment.jobs.embed_memories", job_id, list(memory_ids), force)
+        return self._enqueue("embed", JobName.EMBED, job_id, list(memory_ids), force)
 
     def enqueue_reembed(self, every: bool) -> bool:
         """The re-embedding run (one at a time per mode)."""
         mode = "all" if every else "missing"
-        return self._enqueue("maintenance", "enrichment.jobs.reembed", f"reembed-run-{mode}", every)
+        return self._enqueue("maintenance", JobName.REEMBED, f"reembed-run-{mode}", every)
 
     def enqueue_enrich(self, memory_ids: Sequence[str], versions: Sequence[int], force: bool = False) -> bool:
         """Enrich these memories as of these versions (a newer version is a new job); `force`
         re-enriches memories that are already enriched (reprocess)."""
         digest = _digest(f"{i}:{v}" for i, v in zip(memory_ids, versions, strict=True))
         prefix = "reenrich" if force else "enrich"
-        func = "enrichment.jobs.enrich_memories"
-        return self._enqueue("enrich", func, f"{prefix}-{digest}", list(memory_ids), force)
+        return self._enqueue("enrich", JobName.ENRICH, f"{prefix}-{digest}", list(memory_ids), force)
 
     def enqueue_reconcile(self) -> bool:
         """Queue a reconcile pass (one at a time: asking again while it waits is a no-op)."""
-        return self._enqueue("maintenance", "enrichment.jobs.reconcile", "reconcile")
+        return self._enqueue("maintenance", JobName.RECONCILE, "reconcile")
 
     def enqueue_consolidation(self, mode: str, dry_run: bool = False) -> tuple[str, bool]:
         """Queue a consolidation run on `maintenance`; one job id per mode, so asking again while
@@ -139,7 +141,7 @@ class JobQueue:
         except NoSuchJobError:
             pass
         self.queues["maintenance"].enqueue(
-            "enrichment.consolidation.run_consolidation",
+            JobName.CONSOLIDATE.value,
             mode,
             dry_run,
             job_id=job_id,
@@ -217,7 +219,7 @@ class JobQueue:
         # writes one dispatch (and one RQ enqueue, ~1 ms) serves a second's worth of them.
         self._enqueue_maybe_later(
             "embed",
-            "enrichment.jobs.dispatch_intake",
+            JobName.DISPATCH_INTAKE,
             self.settings.intake_delay_seconds,
             job_id=f"intake-{uuid.uuid4().hex}",
             at_front=True,
@@ -265,18 +267,18 @@ class JobQueue:
             # go into one graph write instead of a write per recall, which stalls reads meanwhile.
             self._enqueue_maybe_later(
                 "maintenance",
-                "enrichment.jobs.flush_access",
+                JobName.FLUSH_ACCESS,
                 self.settings.access_flush_delay_seconds,
                 job_id=f"access-flush-{uuid.uuid4().hex}",
                 result_ttl=0,
                 failure_ttl=3600,
             )
 
-    def _enqueue_maybe_later(self, queue: str, func: str, delay: float, **options: Any) -> None:
+    def _enqueue_maybe_later(self, queue: str, name: JobName, delay: float, **options: Any) -> None:
         if delay > 0:
-            self.queues[queue].enqueue_in(timedelta(seconds=delay), func, **options)
+            self.queues[queue].enqueue_in(timedelta(seconds=delay), name.value, **options)
         else:
-            self.queues[queue].enqueue(func, **options)
+            self.queues[queue].enqueue(name.value, **options)
 
     def take_access_log(self, batch: int) -> list[tuple[str, str, int | None]]:
         """Pop up to `batch` logged accesses as (memory_id, at, version seen or None); releases

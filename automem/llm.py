@@ -1,5 +1,8 @@
 """The service's one OpenAI-compatible chat client: classification, summaries, one-line summaries.
 
+It lives in the core because both sides call it: the API summarises long memories as it stores
+them, the worker side's classification job asks for a type.
+
 Every call passes two gates kept in Redis, so the API and all worker processes share them:
 
 * Circuit breaker (`automem:llm:breaker`, a hash that expires when the breaker closes). An HTTP

@@ -1,5 +1,8 @@
 """The recall filter: one definition, rendered for every channel.
 
+It lives with the stores because both of them render it (Cypher in the graph store, Qdrant
+conditions here), and recall, listings and expansion all hand it to them.
+
 `RecallFilter` says which memories a recall may return. `vector_filter()` renders it for the
 vector store, the graph store renders it as Cypher (`GraphStore.filter_clause`), and `matches()`
 applies it to a hydrated memory, so candidates that reach fusion through any path (expansion,
@@ -9,11 +12,16 @@ supersession heads) obey exactly the same scope.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from automem.recall.timeparse import TimeWindow
 from automem.stores.vectors.base import Condition, Filter, Match, Range
 from automem.tags import canonical_prefix
+
+
+class TimeWindow(Protocol):
+    """A resolved time window (`automem.recall.timeparse.TimeWindow`)."""
+
+    def as_iso(self) -> tuple[str | None, str | None]: ...
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,157 @@
+"""Work the store is owed: memories lacking a current embedding or enrichment, found in the graph
+and queued as jobs.
+
+The reconcile job (at every start and on cron), a re-embedding run, a restore and the reprocess
+route all ask the same questions of the graph, so the answers live here, in the core: the worker
+side runs these functions inside its jobs, the API runs them inside requests. Nothing here
+embeds or enriches; it only hands ids to the queue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from automem.counters import ENRICHMENT_STATS_KEY
+from automem.errors import StoreUnavailable
+from automem.stores.codec import decoded
+from automem.timeutil import now_iso
+
+if TYPE_CHECKING:
+    from automem.services import Services
+
+# Bump when what enrichment derives changes: reconcile then re-enriches older memories. The
+# worker side stamps it on every memory it enriches (`enrichment.enrich`).
+ENRICHMENT_VERSION = 1
+# Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
+ENRICH_CHUNK = 50
+# The last re-embedding run (started_at, mode, queued), for GET /admin/reembed.
+REEMBED_KEY = "automem:reembed"
+PAGE = 500
+
+
+def queue_missing_work(svc: Services, page: int = PAGE) -> dict[str, int]:
+    """Queue embedding for memories lacking a current vector of the configured model and
+    enrichment for active memories not enriched at the current version."""
+    queued = queue_embedding(svc, every=False, page=page)
+    enrich_queued = queue_enrichment(svc, page=page) if svc.settings.enrichment_enabled else 0
+    return {"queued": queued, "enrichment_queued": enrich_queued}
+
+
+def queue_embedding(svc: Services, every: bool, page: int = PAGE) -> int:
+    """Queue embedding jobs for memories lacking a current vector of this model (`every`: all)."""
+    queued, after = 0, ""
+    size = svc.settings.embedding_batch_size
+    while rows := svc.graph.reembed_page(svc.embedder.label, every, after, page):
+        for start in range(0, len(rows), size):
+            chunk = rows[start : start + size]
+            if svc.jobs.enqueue_embed([i for i, _ in chunk], [h for _, h in chunk], force=every):
+                queued += len(chunk)
+        after = rows[-1][0]
+    return queued
+
+
+def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> int:
+    """Queue every active memory not enriched at the current version (with `force`, every
+    active memory)."""
+    queued, after = 0, ""
+    version = 1 << 30 if force else ENRICHMENT_VERSION
+    while ids := svc.graph.ids_needing_enrichment(page, after, version):
+        versions = {d["id"]: int(d["version"]) for d in svc.graph.get_memories(ids)}
+        chunk = [i for i in ids if i in versions]
+        for start in range(0, len(chunk), ENRICH_CHUNK):
+            part = chunk[start : start + ENRICH_CHUNK]
+            if svc.jobs.enqueue_enrich(part, [versions[i] for i in part], force=force):
+                queued += len(part)
+        after = ids[-1]
+    return queued
+
+
+def reenrich(svc: Services, ids: list[str]) -> tuple[list[str], list[str]]:
+    """Queue re-enrichment of these active memories; (queued ids, ids unknown or not active)."""
+    versions = {d["id"]: int(d["version"]) for d in svc.graph.get_memories(ids) if d.get("state") == "active"}
+    known = [i for i in ids if i in versions]
+    if known:
+        svc.jobs.enqueue_enrich(known, [versions[i] for i in known], force=True)
+    return known, [i for i in ids if i not in versions]
+
+
+def start_reembed(svc: Services, every: bool, page: int = PAGE) -> dict[str, Any]:
+    """Queue re-embedding with the current model: memories lacking its vector, or (`every`) all
+    of them. Old vectors keep answering recall until each new one replaces it (rev-guarded), so
+    there is no recall downtime; progress is `reembed_progress`."""
+    started = now_iso()
+    svc.queue_redis.hset(REEMBED_KEY, mapping={"started_at": started, "mode": "all" if every else "missing"})
+    queued = queue_embedding(svc, every=every, page=page)
+    svc.queue_redis.hset(REEMBED_KEY, mapping={"queued": queued})
+    return {"queued": queued, "model": svc.embedder.label, "started_at": started}
+
+
+def reembed_progress(svc: Services) -> dict[str, Any]:
+    """The last re-embedding run and how many memories carry a current vector of this model
+    (written since the run started, for a run over every memory)."""
+    raw = decoded(svc.queue_redis.hgetall(REEMBED_KEY))
+    since = raw.get("started_at") if raw.get("mode") == "all" else None
+    counts = svc.graph.embedding_progress(svc.embedder.label, since)
+    return {
+        "model": svc.embedder.label,
+        "mode": raw.get("mode"),
+        "started_at": raw.get("started_at"),
+        "queued": int(raw.get("queued") or 0),
+        "memories": counts["total"],
+        "done": counts["current"],
+        "remaining": counts["total"] - counts["current"],
+    }
+
+
+def enrichment_status(svc: Services) -> dict[str, Any]:
+    """GET /enrichment/status: per-queue job counts, the intake, memories awaiting enrichment,
+    the enrichment job's counters and last error, and the LLM's breaker and counters."""
+    try:
+        queues = svc.jobs.registry_counts()
+        intake = svc.jobs.intake_depths()
+        stats = decoded(svc.queue_redis.hgetall(ENRICHMENT_STATS_KEY))
+    except redis.exceptions.RedisError as exc:
+        raise StoreUnavailable("the job queue is unreachable") from exc
+    enrich = queues["enrich"]
+    return {
+        "enabled": svc.settings.enrichment_enabled,
+        "enrichment_version": ENRICHMENT_VERSION,
+        "queues": queues,
+        "intake": intake,
+        # Work waiting: memories not yet dispatched plus enrich jobs (of up to 50 memories) queued.
+        "queue_size": intake["enrich"] + enrich["queued"],
+        "in_flight": enrich["in_flight"],
+        "failed": sum(q["failed"] for q in queues.values()),
+        "pending_memories": svc.graph.counts()["enrichment_pending"],
+        "stats": {
+            "enriched": int(stats.get("enriched", 0)),
+            "failures": int(stats.get("failures", 0)),
+            "last_success_id": stats.get("last_success_id"),
+            "last_success_at": stats.get("last_success_at"),
+            "last_error": stats.get("last_error"),
+            "last_error_at": stats.get("last_error_at"),
+        },
+        "llm": _llm_status(svc),
+    }
+
+
+def _llm_status(svc: Services) -> dict[str, Any]:
+    if svc.llm is None:
+        return {"configured": False}
+    return {"configured": True, "breaker": svc.llm.breaker_state(), "stats": svc.llm.stats()}
+
+
+def reprocess(svc: Services, ids: list[str] | None, every: bool, failed: bool) -> dict[str, Any]:
+    """POST /enrichment/reprocess: requeue failed jobs, re-enrich every active memory or these."""
+    out: dict[str, Any] = {}
+    if failed:
+        out["requeued_failed"] = svc.jobs.requeue_failed()
+    if every:
+        out["queued"] = queue_enrichment(svc, force=True)
+    elif ids:
+        queued, unknown = reenrich(svc, ids)
+        out["queued"] = len(queued)
+        out["unknown_ids"] = unknown
+    return out

@@ -1,0 +1,24 @@
+"""Counters every process keeps in Redis, so GET /metrics and GET /enrichment/status see the
+work of workers on any host: embedding calls, texts and failures; enrichment successes,
+failures and the last error."""
+
+from __future__ import annotations
+
+import redis
+
+EMBEDDING_STATS_KEY = "automem:embedding:stats"
+# Written by the enrichment job (enrichment.enrich), read by the API.
+ENRICHMENT_STATS_KEY = "automem:enrichment:stats"
+
+
+def count_embedding(conn: redis.Redis | None, texts: int, failed: bool) -> None:
+    """Add one provider call to the shared counters; a Redis failure never fails the embedding."""
+    if conn is None:
+        return
+    try:
+        pipe = conn.pipeline(transaction=False)
+        pipe.hincrby(EMBEDDING_STATS_KEY, "calls", 1)
+        pipe.hincrby(EMBEDDING_STATS_KEY, "errors" if failed else "texts", 1 if failed else texts)
+        pipe.execute()
+    except redis.exceptions.RedisError:
+        pass

@@ -1,0 +1,65 @@
+"""Embedding jobs: a memory's vector from its current content, and re-embedding runs.
+
+The embedding is written only if the content is still the one that was embedded (the graph write
+checks the content hash), so an edit during the job is never reverted: the edit queued its own
+embedding job. Client-supplied vectors are the client's and are never replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from automem import backlog
+from automem.jobnames import JobName
+from automem.services import Services
+from automem.timeutil import now_iso
+from enrichment.context import current_services
+from enrichment.links import link_similar
+from enrichment.registry import job
+
+
+@job(JobName.EMBED)
+def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
+    """Embed the memories whose stored embedding does not match their current content or was
+    made by another model (`force`: every one not embedded by the client)."""
+    svc = current_services()
+    label = svc.embedder.label
+    docs = svc.graph.get_memories(memory_ids)
+    todo = [d for d in docs if d.get("state") != "deleted" and _needs_embedding(d, label, force)]
+    if not todo:
+        return {"embedded": 0, "skipped": len(memory_ids)}
+    vectors = svc.embedder.embed([d["content"] for d in todo])
+    now = now_iso()
+    rows = [
+        {"id": d["id"], "hash": d["content_hash"], "vector": v, "model": label, "at": now}
+        for d, v in zip(todo, vectors, strict=True)
+    ]
+    written = svc.graph.set_embeddings(rows)
+    linked = _link_similar_all(svc, written)
+    svc.sync.request(written)
+    return {"embedded": len(written), "skipped": len(memory_ids) - len(written), "similar_links": linked}
+
+
+def _needs_embedding(doc: dict[str, Any], label: str, force: bool) -> bool:
+    if doc.get("embedding_hash") != doc.get("content_hash"):
+        return True
+    model = doc.get("embedding_model")
+    return model != "client" and (force or model != label)
+
+
+def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
+    if not svc.settings.enrichment_enabled:
+        return 0
+    s = svc.settings
+    now = now_iso()
+    return sum(
+        link_similar(svc.graph, i, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
+        for i in memory_ids
+    )
+
+
+@job(JobName.REEMBED)
+def reembed(every: bool = False, page: int = backlog.PAGE) -> dict[str, Any]:
+    """A re-embedding run (`automem reembed`, POST /admin/reembed): queue embedding jobs for the
+    memories lacking a current vector of the configured model, or (`every`) all of them."""
+    return backlog.start_reembed(current_services(), every, page)
