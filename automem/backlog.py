@@ -58,7 +58,7 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> in
     queued, after = 0, ""
     version = 1 << 30 if force else ENRICHMENT_VERSION
     while ids := svc.graph.ids_needing_enrichment(page, after, version):
-        versions = {d["id"]: int(d["version"]) for d in svc.graph.get_memories(ids)}
+        versions = {m.id: m.version for m in svc.graph.get_memories(ids)}
         chunk = [i for i in ids if i in versions]
         for start in range(0, len(chunk), ENRICH_CHUNK):
             part = chunk[start : start + ENRICH_CHUNK]
@@ -70,7 +70,7 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> in
 
 def reenrich(svc: Services, ids: list[str]) -> tuple[list[str], list[str]]:
     """Queue re-enrichment of these active memories; (queued ids, ids unknown or not active)."""
-    versions = {d["id"]: int(d["version"]) for d in svc.graph.get_memories(ids) if d.get("state") == "active"}
+    versions = {m.id: m.version for m in svc.graph.get_memories(ids) if m.state == "active"}
     known = [i for i in ids if i in versions]
     if known:
         svc.jobs.enqueue_enrich(known, [versions[i] for i in known], force=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from automem.errors import InvalidInput, NotFound
+from automem.record import MemoryRecord, metadata_object
 
 if TYPE_CHECKING:
     from automem.stores.graph import GraphStore
@@ -84,28 +85,22 @@ def checked_reason(reason: str | None, limit: int, field: str = "reason") -> str
     return text or None
 
 
-def diff(before: dict[str, Any], props: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{field: {old, new}} for the tracked fields `props` changes, and `metadata.<key>` for each
-    metadata key added, changed or removed (metadata is stored as JSON text)."""
+def diff(before: MemoryRecord, props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{field: {old, new}} for the tracked fields the property patch `props` changes, and
+    `metadata.<key>` for each metadata key added, changed or removed (the patch holds metadata as
+    the JSON text the graph stores)."""
     out: dict[str, dict[str, Any]] = {}
     for name in TRACKED:
-        if name in props and props[name] != before.get(name):
-            out[name] = {"old": before.get(name), "new": props[name]}
+        if name in props and props[name] != getattr(before, name):
+            out[name] = {"old": getattr(before, name), "new": props[name]}
     if "metadata" in props:
-        old, new = _metadata(before.get("metadata")), _metadata(props["metadata"])
+        old, new = before.metadata, metadata_object(props["metadata"])
         for key in sorted(set(old) | set(new)):
             if old.get(key) != new.get(key):
                 out[f"metadata.{key}"] = {"old": old.get(key), "new": new.get(key)}
     if props.get("embedding_model") == "client":
-        out["embedding"] = {"old": before.get("embedding_model"), "new": "client"}
+        out["embedding"] = {"old": before.embedding_model, "new": "client"}
     return out
-
-
-def _metadata(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    value = json.loads(raw) if raw else {}
-    return value if isinstance(value, dict) else {}
 
 
 def public_event(row: dict[str, Any]) -> dict[str, Any]:

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from operator import attrgetter
+from typing import Literal
 
+from automem.record import MemoryRecord
 from automem.stores.graph import GraphStore
 from automem.stores.vectors.base import (
     PAYLOAD_INDEXES,
@@ -87,18 +89,18 @@ def _equal_to(field: str, order_value: float) -> Range:
     return Range(field, gte=order_value, lte=order_value)
 
 
-def sort_exactly(docs: Sequence[dict[str, Any]], order: Order) -> list[dict[str, Any]]:
+def sort_exactly(docs: Sequence[MemoryRecord], order: Order) -> list[MemoryRecord]:
     """Sorted by the order's fields, then by id ascending (stable sorts, least significant first;
     stored times share one format, so they sort as strings)."""
-    out = sorted(docs, key=lambda d: d["id"])
+    out = sorted(docs, key=lambda d: d.id)
     for field, descending in reversed(ORDERS[order]):
-        out.sort(key=lambda d, f=field: d[f], reverse=descending)  # type: ignore[misc]
+        out.sort(key=attrgetter(field), reverse=descending)
     return out
 
 
 def listed_docs(
     graph: GraphStore, store: VectorStore, flt: Filter, order: Order, count: int
-) -> list[dict[str, Any]] | None:
+) -> list[MemoryRecord] | None:
     """The first `count` memories of `flt` in `order`, read from the graph; None when a listed
     point's payload lags its memory, or the page lies beyond INDEX_PAGE_LIMIT (the caller then
     asks the graph to sort)."""
@@ -109,6 +111,6 @@ def listed_docs(
         return []
     revs = {r.id: int(r.payload.get("rev") or -1) for r in store.retrieve(ids)}
     docs = graph.get_memories(ids, view="recall")
-    if len(docs) != len(ids) or any(revs.get(d["id"]) != d["rev"] for d in docs):
+    if len(docs) != len(ids) or any(revs.get(d.id) != d.rev for d in docs):
         return None
     return sort_exactly(docs, order)

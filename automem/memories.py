@@ -26,6 +26,7 @@ from automem.history import SYSTEM, Change, diff
 from automem.listing import listed_docs, tag_filter
 from automem.llm import LlmClient, LlmError
 from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
+from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
 from automem.stores.queue import JobQueue
@@ -35,7 +36,6 @@ from automem.vectorsync import VectorSync
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TENANT = "default"
 _PATCH_ATTEMPTS = 5
 
 
@@ -49,36 +49,6 @@ def content_hash(content: str) -> str:
 
 def dedup_key(tenant: str, chash: str) -> str:
     return f"{tenant}:{chash}"
-
-
-def public_memory(doc: dict[str, Any]) -> dict[str, Any]:
-    """The client-facing shape of a stored memory."""
-    embedded = doc.get("embedded")
-    if embedded is None:
-        embedded = doc.get("embedding_hash") is not None and doc.get("embedding_hash") == doc.get(
-            "content_hash"
-        )
-    return {
-        "id": doc["id"],
-        "memory_id": doc["id"],
-        "content": doc.get("content"),
-        "type": doc.get("type"),
-        "confidence": doc.get("confidence"),
-        "tags": doc.get("tags") or [],
-        "tag_prefixes": doc.get("tag_prefixes") or [],
-        "importance": doc.get("importance"),
-        "metadata": _metadata_of(doc),
-        "timestamp": doc.get("timestamp"),
-        "created_at": doc.get("created_at"),
-        "updated_at": doc.get("updated_at"),
-        "last_accessed": doc.get("last_accessed"),
-        "t_valid": doc.get("t_valid"),
-        "t_invalid": doc.get("t_invalid"),
-        "version": doc.get("version"),
-        "state": doc.get("state"),
-        "embedding_status": "stored" if embedded else "pending",
-        "enriched": bool(doc.get("enriched")),
-    }
 
 
 @dataclass(frozen=True)
@@ -181,14 +151,14 @@ class MemoryService:
         if outcome.status == "conflict":
             raise Conflict(f"a memory with id {prepared.id} already exists", field="id", code="duplicate_id")
         if outcome.status == "duplicate":
-            existing = self.graph.get_memory(str(outcome.existing_id)) or {}
+            existing = self.graph.get_memory(str(outcome.existing_id))
             return 200, {
                 "status": "success",
                 "deduplicated": True,
                 "memory_id": outcome.existing_id,
-                "type": existing.get("type"),
-                "confidence": existing.get("confidence"),
-                "memory": public_memory(existing) if existing else None,
+                "type": existing.type if existing else None,
+                "confidence": existing.confidence if existing else None,
+                "memory": memory_wire(existing) if existing else None,
             }
         statuses = self._after_create([prepared])[prepared.id]
         props = prepared.props
@@ -271,7 +241,7 @@ class MemoryService:
         index = {p.id: n for n, p in enumerate(prepared)}
         existing = self.graph.get_memories(list(index))
         if existing:
-            n = min(index[doc["id"]] for doc in existing)
+            n = min(index[doc.id] for doc in existing)
             raise Conflict(
                 f"memories[{n}].id: a memory with id {prepared[n].id} already exists",
                 field=f"memories[{n}].id",
@@ -298,7 +268,8 @@ class MemoryService:
         """Sync supplied vectors now, hand embedding of the rest and enrichment of all to the
         intake; returns each id's {"embedding": status, "enrichment": status}."""
         # Every memory is searchable by keyword at once; the dense vector joins it when embedded.
-        self._quietly(self.sync.write_snapshots, [{**p.props, "embedding": p.embedding} for p in created])
+        snapshots = [MemoryRecord.from_props(p.props, p.embedding) for p in created]
+        self._quietly(self.sync.write_snapshots, snapshots)
         to_embed = [(p.id, str(p.props["content_hash"])) for p in created if p.embedding is None]
         to_enrich = [(p.id, 1) for p in created]
         queued = self._submit(to_embed, to_enrich)
@@ -352,7 +323,7 @@ class MemoryService:
         doc = self.graph.get_memory(memory_id)
         if doc is None:
             raise NotFound(f"memory {memory_id} not found", field="id")
-        return public_memory(doc)
+        return memory_wire(doc)
 
     def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         tags = self._selection_tags(query)
@@ -383,7 +354,7 @@ class MemoryService:
 
     def _by_tag_from_index(
         self, query: ByTagQuery, tags: list[str], tenant: str
-    ) -> list[dict[str, Any]] | None:
+    ) -> list[MemoryRecord] | None:
         """The page from the vector store's importance index when its payloads are current
         (see `automem.listing`); None sends the caller to the graph."""
         store = self.sync.vectors
@@ -413,8 +384,8 @@ class MemoryService:
             current = self.graph.get_memory(memory_id)
             if current is None:
                 raise NotFound(f"memory {memory_id} not found", field="id")
-            if body.if_version is not None and body.if_version != current["version"]:
-                raise _version_conflict(memory_id, current["version"], body.if_version)
+            if body.if_version is not None and body.if_version != current.version:
+                raise _version_conflict(memory_id, current.version, body.if_version)
             props, new_hash = self._changes(current, body, given, embedding)
             changes = diff(current, props)
             if "updated_at" not in given:
@@ -424,35 +395,35 @@ class MemoryService:
             updated = self.graph.update_memory(
                 memory_id,
                 props,
-                expected_version=int(current["version"]),
-                dedup_key=dedup_key(current["tenant"], new_hash) if new_hash else None,
+                expected_version=current.version,
+                dedup_key=dedup_key(current.tenant, new_hash) if new_hash else None,
                 embedding=embedding,
-                expected_rev=int(current.get("rev") or 0),
+                expected_rev=current.rev,
                 event=change.event("modified", now_iso(), changes),  # not a client-set updated_at
             )
             if updated is not None:
                 self._after_update(
                     updated, content_changed=bool(new_hash), embedding_given=embedding is not None
                 )
-                return {"status": "success", "memory_id": memory_id, "memory": public_memory(updated)}
+                return {"status": "success", "memory_id": memory_id, "memory": memory_wire(updated)}
             latest = self.graph.get_memory(memory_id)
             if latest is None:
                 raise NotFound(f"memory {memory_id} not found", field="id")
-            if body.if_version is not None and latest["version"] != body.if_version:
-                raise _version_conflict(memory_id, latest["version"], body.if_version)
+            if body.if_version is not None and latest.version != body.if_version:
+                raise _version_conflict(memory_id, latest.version, body.if_version)
         raise Conflict("the memory kept changing during the update; retry", code="version_conflict")
 
     def _changes(
-        self, current: dict[str, Any], body: MemoryUpdate, given: set[str], embedding: list[float] | None
+        self, current: MemoryRecord, body: MemoryUpdate, given: set[str], embedding: list[float] | None
     ) -> tuple[dict[str, Any], str | None]:
         props: dict[str, Any] = {"updated_at": body.updated_at or now_iso()}
         new_hash = None
-        if body.content is not None and body.content != current["content"]:
+        if body.content is not None and body.content != current.content:
             new_hash = content_hash(body.content)
             props["content"] = body.content
             props["content_hash"] = new_hash
         if embedding is not None:
-            props["embedding_hash"] = new_hash or current["content_hash"]
+            props["embedding_hash"] = new_hash or current.content_hash
             props["embedding_model"] = "client"
         if body.tags is not None:
             props["tags"] = body.tags
@@ -468,31 +439,30 @@ class MemoryService:
         if body.importance is not None:
             props["importance"] = float(body.importance)
         if body.metadata is not None:
-            props["metadata"] = json.dumps(
-                _merge_metadata(current.get("metadata"), body.metadata), ensure_ascii=False
-            )
+            merged = _merge_metadata(current.metadata, body.metadata)
+            props["metadata"] = json.dumps(merged, ensure_ascii=False)
         for field in ("timestamp", "last_accessed"):
             if getattr(body, field) is not None:
                 props[field] = getattr(body, field)
         if body.last_accessed is not None:
             # Accesses recalled before this change must not move the client's value (see touch).
-            props["last_accessed_version"] = int(current["version"]) + 1
+            props["last_accessed_version"] = current.version + 1
         if _changes_enrichment_input(current, props, body):
             # Entities, summary and the sequence position follow content, tags, time and session.
             props["enriched"] = False
-            metadata = json.loads(props.get("metadata") or current.get("metadata") or "{}")
-            props["seq_scope"] = sequence_scope(props.get("tags", current.get("tags") or []), metadata)
+            metadata = json.loads(props["metadata"]) if "metadata" in props else current.metadata
+            props["seq_scope"] = sequence_scope(props.get("tags", current.tags), metadata)
         if "t_invalid" in given:
             props["t_invalid"] = body.t_invalid  # an explicit null clears the end of validity
         if "t_valid" in given:
-            props["t_valid"] = body.t_valid or props.get("timestamp") or current["timestamp"]
+            props["t_valid"] = body.t_valid or props.get("timestamp") or current.timestamp
         return props, new_hash
 
-    def _after_update(self, doc: dict[str, Any], content_changed: bool, embedding_given: bool) -> None:
-        embed = [(doc["id"], str(doc["content_hash"]))] if content_changed and not embedding_given else []
-        enrich = [] if doc.get("enriched") else [(doc["id"], int(doc["version"]))]
+    def _after_update(self, doc: MemoryRecord, content_changed: bool, embedding_given: bool) -> None:
+        embed = [(doc.id, str(doc.content_hash))] if content_changed and not embedding_given else []
+        enrich = [] if doc.enriched else [(doc.id, doc.version)]
         self._submit(embed, enrich)
-        self._sync_quietly([doc["id"]])
+        self._sync_quietly([doc.id])
 
     # --- delete -------------------------------------------------------------------------------
     def delete(
@@ -504,7 +474,7 @@ class MemoryService:
             current = self.graph.get_memory(memory_id)
             if current is None:
                 raise NotFound(f"memory {memory_id} not found", field="id")
-            raise _version_conflict(memory_id, current["version"], if_version)
+            raise _version_conflict(memory_id, current.version, if_version)
         self._sync_quietly([memory_id])
         return {
             "status": "success",
@@ -584,7 +554,7 @@ class MemoryService:
             current = self.graph.get_memory(memory_id, include_deleted=True)
             if current is None:
                 raise NotFound(f"memory {memory_id} not found", field="id")
-            if current.get("state") != "deleted":
+            if current.state != "deleted":
                 raise Conflict(f"memory {memory_id} is not deleted", field="id", code="not_deleted")
             raise NotFound(
                 f"memory {memory_id} was deleted more than {self.settings.retention_days} days ago",
@@ -592,7 +562,7 @@ class MemoryService:
                 code="not_recoverable",
             )
         self._sync_quietly([memory_id])
-        return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": public_memory(doc)}
+        return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": memory_wire(doc)}
 
     def purge(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
         if not self.graph.purge(memory_id, change.event("purged", now_iso())):
@@ -635,8 +605,8 @@ def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
     )
 
 
-def _merge_metadata(stored: str | None, patch: dict[str, Any]) -> dict[str, Any]:
-    merged: dict[str, Any] = json.loads(stored) if stored else {}
+def _merge_metadata(stored: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(stored)
     for key, value in patch.items():
         if value is None:
             merged.pop(key, None)
@@ -645,16 +615,8 @@ def _merge_metadata(stored: str | None, patch: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _metadata_of(doc: dict[str, Any]) -> dict[str, Any]:
-    """Metadata as an object: a JSON string in the graph, already an object in a vector payload."""
-    raw = doc.get("metadata")
-    if isinstance(raw, dict):
-        return raw
-    return json.loads(raw) if raw else {}
-
-
-def _changes_enrichment_input(current: dict[str, Any], props: dict[str, Any], body: MemoryUpdate) -> bool:
-    if any(props.get(f, current.get(f)) != current.get(f) for f in ("content", "tags", "timestamp")):
+def _changes_enrichment_input(current: MemoryRecord, props: dict[str, Any], body: MemoryUpdate) -> bool:
+    if any(f in props and props[f] != getattr(current, f) for f in ("content", "tags", "timestamp")):
         return True
     metadata = body.metadata or {}
     return any(key in metadata for key in SESSION_KEYS)
@@ -678,11 +640,11 @@ def _batch_item(outcome: CreateOutcome, statuses: dict[str, str]) -> dict[str, A
     }
 
 
-def _listing_item(doc: dict[str, Any]) -> dict[str, Any]:
+def _listing_item(doc: MemoryRecord) -> dict[str, Any]:
     """The recall result shape, for listings where the score is the importance."""
-    memory = public_memory(doc)
+    memory = memory_wire(doc)
     return {
-        "id": doc["id"],
+        "id": doc.id,
         "memory": memory,
         "score": memory["importance"],
         "score_components": {"importance": memory["importance"]},

@@ -176,7 +176,8 @@ class _Writer:
         if kind == "memory":
             self.memories.append({"props": record["props"], "embedding": record.get("embedding")})
             if self.use_vectors:
-                self.texts[str(record["props"].get("id"))] = keyword_text(record["props"])
+                props = record["props"]
+                self.texts[str(props.get("id"))] = keyword_text(props.get("content"), props.get("timestamp"))
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):
@@ -194,7 +195,10 @@ class _Writer:
         elif kind == "vector" and self.use_vectors:
             self.flush_edges()
             payload = record["payload"]
-            text = self.texts.get(record["id"]) or keyword_text(payload)  # older archives: fat payloads
+            # Older archives carried content in fat payloads.
+            text = self.texts.get(record["id"]) or keyword_text(
+                payload.get("content"), payload.get("timestamp")
+            )
             self.points.append(VectorPoint(record["id"], record.get("vector"), payload, text))
             if len(self.points) >= NODE_BATCH:
                 self._flush_points()

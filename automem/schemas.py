@@ -27,6 +27,7 @@ class Memory(_Model):
     """A stored memory as the API shows it (GET /memory/<id>, recall items, PATCH results)."""
 
     id: str
+    memory_id: str | None = Field(None, description="the same as `id` (AutoMem's name)")
     content: str | None = None
     type: str | None = None
     confidence: float | None = None

@@ -17,6 +17,7 @@ from typing import Any
 
 import redis
 
+from automem.record import MemoryRecord
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
 from automem.timeutil import parse_iso
@@ -45,9 +46,9 @@ PAYLOAD_FIELDS = (
 )
 
 
-def payload_for(doc: dict[str, Any]) -> dict[str, Any]:
-    payload = {key: doc.get(key) for key in PAYLOAD_FIELDS}
-    payload["rev"] = int(doc.get("rev") or 0)
+def payload_for(doc: MemoryRecord) -> dict[str, Any]:
+    payload = {key: getattr(doc, key) for key in PAYLOAD_FIELDS}
+    payload["rev"] = doc.rev
     return payload
 
 
@@ -91,31 +92,34 @@ class VectorSync:
         assert self.vectors is not None
         unique = list(dict.fromkeys(ids))
         docs = self.graph.get_memories(unique, with_embedding=not payload_only)
-        found = {d["id"] for d in docs}
+        found = {d.id for d in docs}
         purged = [i for i in unique if i not in found]
         if purged:
             self.vectors.delete(purged)
         if payload_only:
-            points = [VectorPoint(id=d["id"], vector=None, payload=payload_for(d)) for d in docs]
+            points = [VectorPoint(id=d.id, vector=None, payload=payload_for(d)) for d in docs]
             self.vectors.overwrite_payloads(points)
             return len(points)
         return self._upsert(docs)
 
-    def write_snapshots(self, docs: Sequence[dict[str, Any]]) -> int:
+    def write_snapshots(self, docs: Sequence[MemoryRecord]) -> int:
         """Write memories whose graph state the caller holds (just written, `embedding` if any).
 
         Saves reading the vectors back from the graph on the ingest path; the rev guard keeps
         a newer state that another writer may already have synced."""
         if self.vectors is None:
-            self.request([d["id"] for d in docs])
+            self.request([d.id for d in docs])
             return 0
         return self._upsert(docs)
 
-    def _upsert(self, docs: Sequence[dict[str, Any]]) -> int:
+    def _upsert(self, docs: Sequence[MemoryRecord]) -> int:
         assert self.vectors is not None
         points = [
             VectorPoint(
-                id=doc["id"], vector=_embedding(doc), payload=payload_for(doc), text=keyword_text(doc)
+                id=doc.id,
+                vector=list(doc.embedding) if doc.embedding else None,
+                payload=payload_for(doc),
+                text=keyword_text(doc.content, doc.timestamp),
             )
             for doc in docs
         ]
@@ -212,21 +216,15 @@ class VectorSync:
             return -1
 
 
-def keyword_text(doc: dict[str, Any]) -> str:
+def keyword_text(content: str | None, timestamp: str | None) -> str:
     """What the keyword index holds: the content and its event date in words ("8 May 2023"),
     so a query naming a day, month or year matches memories of that time."""
-    content = str(doc.get("content") or "")
+    text = str(content or "")
     try:
-        moment = parse_iso(str(doc.get("timestamp")))
+        moment = parse_iso(str(timestamp))
     except ValueError:
-        return content
-    return f"{content} {moment.day} {moment.strftime('%B')} {moment.year}"
-
-
-def _embedding(doc: dict[str, Any]) -> list[float] | None:
-    """The stored embedding (of the previous content until a re-embed lands), None before any."""
-    embedding = doc.get("embedding")
-    return list(embedding) if embedding else None
+        return text
+    return f"{text} {moment.day} {moment.strftime('%B')} {moment.year}"
 
 
 def _payload_only(fields: dict[Any, Any]) -> bool:

@@ -24,21 +24,21 @@ def classify_memory(memory_id: str, attempt: int = 0) -> dict[str, Any]:
     again instead of failing into a retry storm."""
     svc = current_services()
     doc = svc.graph.get_memory(memory_id)
-    if svc.llm is None or doc is None or doc.get("classification") in ("explicit", "llm"):
+    if svc.llm is None or doc is None or doc.classification in ("explicit", "llm"):
         return {"classified": False}
     try:
-        found = svc.llm.classify(str(doc["content"]))
+        found = svc.llm.classify(doc.content)
     except (LlmPaused, LlmRateLimited) as exc:
         delay = max(1.0, exc.retry_after)
-        svc.jobs.enqueue_classify(memory_id, int(doc["version"]), attempt + 1, delay=delay)
+        svc.jobs.enqueue_classify(memory_id, doc.version, attempt + 1, delay=delay)
         return {"classified": False, "deferred_seconds": exc.retry_after}
     except LlmFailed:
-        return {"classified": False, "kept": doc.get("type")}
+        return {"classified": False, "kept": doc.type}
     if found is None:
         return {"classified": False}
     changes = diff(doc, {"type": found[0], "confidence": found[1]})
     event = JOB_CLASSIFY.event("classified", now_iso(), changes)
-    landed = svc.graph.set_llm_type(memory_id, int(doc["version"]), found[0], found[1], event)
+    landed = svc.graph.set_llm_type(memory_id, doc.version, found[0], found[1], event)
     if landed:
         svc.sync.request([memory_id], payload_only=True)
     return {"classified": landed, "type": found[0], "confidence": found[1]}

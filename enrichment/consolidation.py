@@ -64,6 +64,7 @@ import numpy as np
 
 from automem.history import JOB_CONSOLIDATE, Change
 from automem.jobnames import JobName
+from automem.record import MemoryRecord
 from automem.services import Services
 from automem.settings import Settings
 from automem.stores.queue import CONSOLIDATION_TIMEOUT
@@ -126,24 +127,9 @@ def relevance(
     return min(1.0, max(raw, IMPORTANCE_FLOOR * importance))
 
 
-def _metadata(doc: dict[str, Any]) -> dict[str, Any]:
-    raw = doc.get("metadata")
-    if isinstance(raw, dict):
-        return raw
-    if not raw:
-        return {}
-    import json
-
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def is_pinned(doc: dict[str, Any]) -> bool:
-    tags = {str(t).lower() for t in doc.get("tags") or []}
-    return bool(_metadata(doc).get("pinned") is True or tags & set(PIN_TAGS))
+def is_pinned(doc: MemoryRecord) -> bool:
+    tags = {str(t).lower() for t in doc.tags}
+    return bool(doc.metadata.get("pinned") is True or tags & set(PIN_TAGS))
 
 
 def _num(value: Any, default: float) -> float:
@@ -153,35 +139,36 @@ def _num(value: Any, default: float) -> float:
         return default
 
 
-def score_memory(doc: dict[str, Any], now: datetime, decay_rate: float) -> float:
-    """A memory's relevance now; a pinned memory never scores below its previous score."""
-    age = _days_between(now, doc.get("timestamp") or doc.get("created_at")) or 0.0
+def score_memory(doc: MemoryRecord, now: datetime, decay_rate: float, links: int = 0) -> float:
+    """A memory's relevance now (`links`: the other memories it shares an edge with); a pinned
+    memory never scores below its previous score."""
+    age = _days_between(now, doc.timestamp or doc.created_at) or 0.0
     score = relevance(
         age_days=age,
-        days_since_access=_days_between(now, doc.get("last_accessed")),
-        access_count=int(_num(doc.get("access_count"), 0)),
-        links=int(_num(doc.get("links"), 0)),
-        importance=_num(doc.get("importance"), 0.5),
-        confidence=_num(doc.get("confidence"), 0.5),
+        days_since_access=_days_between(now, doc.last_accessed),
+        access_count=int(_num(doc.access_count, 0)),
+        links=links,
+        importance=_num(doc.importance, 0.5),
+        confidence=_num(doc.confidence, 0.5),
         decay_rate=decay_rate,
     )
-    previous = doc.get("relevance_score")
+    previous = doc.relevance_score
     if previous is not None and is_pinned(doc):
         score = max(score, _num(previous, 0.0))
     return round(score, 6)
 
 
-def protection(doc: dict[str, Any], now: datetime, settings: Settings) -> str | None:
+def protection(doc: MemoryRecord, now: datetime, settings: Settings) -> str | None:
     """Why this memory may never be archived, or None."""
     if is_pinned(doc):
         return "pinned"
-    if _num(doc.get("importance"), 0.5) >= settings.consolidation_protect_importance:
+    if _num(doc.importance, 0.5) >= settings.consolidation_protect_importance:
         return "importance"
-    if doc.get("type") in PROTECTED_TYPES:
+    if doc.type in PROTECTED_TYPES:
         return "type"
     ages = [
         a
-        for a in (_days_between(now, doc.get("timestamp")), _days_between(now, doc.get("created_at")))
+        for a in (_days_between(now, doc.timestamp), _days_between(now, doc.created_at))
         if a is not None
     ]
     if not ages or min(ages) < settings.consolidation_grace_period_days:
@@ -209,17 +196,17 @@ def unit_rows(vectors: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
-def classify_pair(a: dict[str, Any], b: dict[str, Any], similarity: float) -> tuple[str, float, bool] | None:
+def classify_pair(a: MemoryRecord, b: MemoryRecord, similarity: float) -> tuple[str, float, bool] | None:
     """(kind, confidence, a_is_source) of a creative association between a and b, or None."""
-    ta, tb = a.get("type"), b.get("type")
+    ta, tb = a.type, b.type
     explainers = ("Insight", "Pattern")
     if ta != tb and (ta in explainers or tb in explainers) and similarity >= 0.5:
         return "explains", 0.7, ta in explainers
     if ta != tb and similarity >= 0.7:
         return "shares_theme", round(similarity, 4), True
-    shared = set(a.get("tags") or []) & set(b.get("tags") or [])
+    shared = set(a.tags) & set(b.tags)
     if shared and similarity >= 0.3:
-        gap = _gap_days(a.get("timestamp"), b.get("timestamp"))
+        gap = _gap_days(a.timestamp, b.timestamp)
         if gap is not None and gap <= 7:
             return "parallel_context", 0.5, True
     return None
@@ -426,11 +413,11 @@ class Consolidator:
         return run
 
     # --- decay and forget: one scoring pass over every active memory -----------------------------
-    def _pages(self) -> Iterator[list[dict[str, Any]]]:
+    def _pages(self) -> Iterator[list[tuple[MemoryRecord, int]]]:
         after = ""
         while page := self.graph.scoring_page(after, PAGE):
             yield page
-            after = page[-1]["id"]
+            after = page[-1][0].id
 
     def decay(self, ctx: _Pass) -> dict[str, Any]:
         rate = self.settings.consolidation_base_decay_rate
@@ -440,16 +427,16 @@ class Consolidator:
         distribution = dict.fromkeys(("high", "medium", "low", "very_low"), 0)
         for page in self._pages():
             rows = []
-            for doc in page:
-                score = score_memory(doc, ctx.now, rate)
-                previous = doc.get("relevance_score")
+            for doc, links in page:
+                score = score_memory(doc, ctx.now, rate, links)
+                previous = doc.relevance_score
                 processed += 1
                 after.append(score)
                 distribution[_bucket(score)] += 1
                 if previous is not None:
                     before.append(float(previous))
                 if previous is None or abs(float(previous) - score) >= SCORE_EPSILON:
-                    rows.append({"id": doc["id"], "version": doc["version"], "score": score})
+                    rows.append({"id": doc.id, "version": doc.version, "score": score})
             changed += len(rows)
             if not ctx.dry_run:
                 written += len(self.graph.write_relevance(rows, ctx.at))
@@ -472,9 +459,9 @@ class Consolidator:
         archived: list[str] = []
         for page in self._pages():
             rows = []
-            for doc in page:
+            for doc, links in page:
                 examined += 1
-                score = score_memory(doc, ctx.now, rate)
+                score = score_memory(doc, ctx.now, rate, links)
                 if score >= threshold:
                     continue
                 reason = protection(doc, ctx.now, self.settings)
@@ -484,7 +471,7 @@ class Consolidator:
                 reason = f"relevance {score:.3f} below the archive threshold {threshold}"
                 changes = {"state": {"old": "active", "new": "archived"}}
                 event = Change(JOB_CONSOLIDATE.actor, reason).event("archived", ctx.at, changes)
-                rows.append({"id": doc["id"], "version": doc["version"], "score": score, "event": event})
+                rows.append({"id": doc.id, "version": doc.version, "score": score, "event": event})
             candidates += rows
             if not ctx.dry_run and rows:
                 done = self.graph.archive_memories(rows, ctx.at)
@@ -503,21 +490,21 @@ class Consolidator:
         }
 
     # --- creative associations --------------------------------------------------------------------
-    def _sample(self, size: int) -> list[dict[str, Any]]:
+    def _sample(self, size: int) -> list[MemoryRecord]:
         floor = self.settings.consolidation_archive_threshold
         start = str(uuid.UUID(bytes=secrets.token_bytes(16)))
         first = self.graph.vector_page(start, size, floor)
         rest = self.graph.vector_page("", size - len(first), floor) if len(first) < size else []
-        seen = {d["id"] for d in first}
-        return first + [d for d in rest if d["id"] not in seen]
+        seen = {d.id for d in first}
+        return first + [d for d in rest if d.id not in seen]
 
     def creative(self, ctx: _Pass) -> dict[str, Any]:
-        sample = [d for d in self._sample(CREATIVE_SAMPLE) if d.get("embedding")]
+        sample = [d for d in self._sample(CREATIVE_SAMPLE) if d.embedding]
         if len(sample) < 2:
             return {"sampled": len(sample), "candidates": 0, "created": 0, "updated": 0, "associations": []}
-        unit = unit_rows([d["embedding"] for d in sample])
+        unit = unit_rows([d.embedding for d in sample if d.embedding])
         sims = unit @ unit.T
-        ids = [d["id"] for d in sample]
+        ids = [d.id for d in sample]
         other_links: set[frozenset[str]] = set()
         ours: dict[frozenset[str], tuple[str, str]] = {}
         for start, end, rel, origin in self.graph.links_among(ids):
@@ -525,19 +512,19 @@ class Consolidator:
                 ours[frozenset((start, end))] = (start, end)
             else:
                 other_links.add(frozenset((start, end)))
-        found = []
+        found: list[dict[str, Any]] = []
         for i in range(len(sample)):
             for j in range(i + 1, len(sample)):
                 a, b = sample[i], sample[j]
-                pair = frozenset((a["id"], b["id"]))
-                if a.get("tenant") != b.get("tenant") or pair in other_links:
+                pair = frozenset((a.id, b.id))
+                if a.tenant != b.tenant or pair in other_links:
                     continue
                 sim = float(sims[i, j])
                 verdict = classify_pair(a, b, sim)
                 if verdict is None:
                     continue
                 kind, confidence, a_first = verdict
-                src, dst = (a["id"], b["id"]) if a_first else (b["id"], a["id"])
+                src, dst = (a.id, b.id) if a_first else (b.id, a.id)
                 if pair in ours:  # keep the direction a previous run chose
                     src, dst = ours[pair]
                 found.append(
@@ -560,18 +547,20 @@ class Consolidator:
         }
 
     # --- clustering -------------------------------------------------------------------------------
-    def _cluster_pool(self) -> tuple[list[dict[str, Any]], np.ndarray, bool]:
+    def _cluster_pool(self) -> tuple[list[MemoryRecord], np.ndarray, bool]:
         floor = self.settings.consolidation_archive_threshold
-        docs: list[dict[str, Any]] = []
+        docs: list[MemoryRecord] = []
         blocks: list[np.ndarray] = []
         limit: int | None = None
         truncated, after = False, ""
         while page := self.graph.vector_page(after, PAGE, floor):
-            after = page[-1]["id"]
-            page = [d for d in page if d.get("embedding")]
+            after = page[-1].id
+            page = [d for d in page if d.embedding]
             if not page:
                 continue
-            block = unit_rows([d.pop("embedding") for d in page]).astype(np.float16)
+            block = unit_rows([d.embedding for d in page if d.embedding]).astype(np.float16)
+            for d in page:
+                d.embedding = None  # the float16 block holds it now
             if limit is None:
                 limit = max(CLUSTER_EXACT_LIMIT, CLUSTER_VECTOR_BUDGET // (2 * block.shape[1]))
             room = limit - len(docs)
@@ -588,15 +577,15 @@ class Consolidator:
 
     def cluster(self, ctx: _Pass) -> dict[str, Any]:
         docs, unit, truncated = self._cluster_pool()
-        tenants = {t: n for n, t in enumerate(sorted({str(d.get("tenant")) for d in docs}))}
-        groups = [tenants[str(d.get("tenant"))] for d in docs]
+        tenants = {t: n for n, t in enumerate(sorted({d.tenant for d in docs}))}
+        groups = [tenants[d.tenant] for d in docs]
         found = cluster_indices(
             unit,
             groups,
             self.settings.consolidation_cluster_threshold,
             max(2, self.settings.consolidation_min_cluster_size),
         )[:MAX_PATTERNS_PER_RUN]
-        clusters = [[docs[i]["id"] for i in members] for members in found]
+        clusters = [[docs[i].id for i in members] for members in found]
         existing = self.graph.patterns_of([i for c in clusters for i in c])
         reuse = match_patterns(clusters, existing)
         patterns, created = [], 0
@@ -619,17 +608,17 @@ class Consolidator:
         }
 
     def _pattern_props(
-        self, members: list[dict[str, Any]], unit: np.ndarray, reuse: str | None
+        self, members: list[MemoryRecord], unit: np.ndarray, reuse: str | None
     ) -> dict[str, Any]:
-        ids = [m["id"] for m in members]
-        tenant = str(members[0].get("tenant"))
-        types = Counter(str(m.get("type")) for m in members)
+        ids = [m.id for m in members]
+        tenant = members[0].tenant
+        types = Counter(str(m.type) for m in members)
         dominant = sorted(types, key=lambda t: (-types[t], t))[0]
-        times = sorted(str(m["timestamp"]) for m in members if m.get("timestamp"))
+        times = sorted(m.timestamp for m in members if m.timestamp)
         sample_ids = ids[:50]
-        contents = [str(d.get("content") or "") for d in self.graph.get_memories(sample_ids)]
+        contents = [d.content for d in self.graph.get_memories(sample_ids)]
         terms = key_terms(contents)
-        tags: Counter[str] = Counter(t for m in members for t in (m.get("tags") or []))
+        tags: Counter[str] = Counter(t for m in members for t in m.tags)
         centroid = unit.astype(np.float32).mean(axis=0)
         norm = float(np.linalg.norm(centroid)) or 1.0
         cohesion = float((unit.astype(np.float32) @ (centroid / norm)).mean())

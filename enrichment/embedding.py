@@ -11,6 +11,7 @@ from typing import Any
 
 from automem import backlog
 from automem.jobnames import JobName
+from automem.record import MemoryRecord
 from automem.services import Services
 from automem.timeutil import now_iso
 from enrichment.context import current_services
@@ -25,13 +26,13 @@ def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]
     svc = current_services()
     label = svc.embedder.label
     docs = svc.graph.get_memories(memory_ids)
-    todo = [d for d in docs if d.get("state") != "deleted" and _needs_embedding(d, label, force)]
+    todo = [d for d in docs if d.state != "deleted" and _needs_embedding(d, label, force)]
     if not todo:
         return {"embedded": 0, "skipped": len(memory_ids)}
-    vectors = svc.embedder.embed([d["content"] for d in todo])
+    vectors = svc.embedder.embed([d.content for d in todo])
     now = now_iso()
     rows = [
-        {"id": d["id"], "hash": d["content_hash"], "vector": v, "model": label, "at": now}
+        {"id": d.id, "hash": d.content_hash, "vector": v, "model": label, "at": now}
         for d, v in zip(todo, vectors, strict=True)
     ]
     written = svc.graph.set_embeddings(rows)
@@ -40,10 +41,10 @@ def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]
     return {"embedded": len(written), "skipped": len(memory_ids) - len(written), "similar_links": linked}
 
 
-def _needs_embedding(doc: dict[str, Any], label: str, force: bool) -> bool:
-    if doc.get("embedding_hash") != doc.get("content_hash"):
+def _needs_embedding(doc: MemoryRecord, label: str, force: bool) -> bool:
+    if doc.embedding_hash != doc.content_hash:
         return True
-    model = doc.get("embedding_model")
+    model = doc.embedding_model
     return model != "client" and (force or model != label)
 
 

@@ -20,6 +20,7 @@ from automem.backlog import ENRICHMENT_VERSION
 from automem.counters import ENRICHMENT_STATS_KEY
 from automem.history import JOB_ENRICH, diff
 from automem.jobnames import JobName
+from automem.record import MemoryRecord
 from automem.services import Services
 from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
@@ -43,7 +44,7 @@ class Enrichment:
 
 
 def derive(
-    doc: dict[str, Any],
+    doc: MemoryRecord,
     *,
     now: str,
     max_entities: int,
@@ -52,15 +53,15 @@ def derive(
     summary: str | None = None,
 ) -> Enrichment:
     """The enrichment of `doc`; `summary` is an LLM summary when one was made, else rules."""
-    metadata = _metadata(doc)
+    metadata = dict(doc.metadata)
     previous = metadata.get("enrichment") if isinstance(metadata.get("enrichment"), dict) else {}
     auto_before = set(previous.get("tags") or []) if previous else set()
-    client_tags = [t for t in (doc.get("tags") or []) if t not in auto_before]
-    found = extract_entities(str(doc.get("content") or ""), limit=max_entities)
+    client_tags = [t for t in doc.tags if t not in auto_before]
+    found = extract_entities(doc.content, limit=max_entities)
     room = max(0, max_tags - len(client_tags))
     added = [e.tag for e in found if e.tag not in client_tags][:room]
     tags = [*client_tags, *added]
-    summary_text = summary or first_sentence(str(doc.get("content") or ""), summary_length)
+    summary_text = summary or first_sentence(doc.content, summary_length)
     metadata["entities"] = _entities_by_kind(found)
     metadata["enrichment"] = {
         "version": ENRICHMENT_VERSION,
@@ -79,7 +80,7 @@ def derive(
         "enriched_at": now,
         "enrichment_version": ENRICHMENT_VERSION,
     }
-    tenant = str(doc.get("tenant") or "default")
+    tenant = doc.tenant
     entities = [
         {
             "key": f"{tenant}:{e.kind}:{e.slug}",
@@ -101,17 +102,6 @@ def first_sentence(content: str, limit: int) -> str:
         return sentence
     cut = sentence[:limit].rsplit(" ", 1)[0]
     return cut.rstrip(",;:") + "…"
-
-
-def _metadata(doc: dict[str, Any]) -> dict[str, Any]:
-    raw = doc.get("metadata")
-    if isinstance(raw, dict):
-        return dict(raw)
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _entities_by_kind(found: list[Entity]) -> dict[str, list[str]]:
@@ -143,13 +133,9 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
     s = svc.settings
     for _ in range(_ATTEMPTS):
         doc = svc.graph.get_memory(memory_id)
-        if doc is None or doc.get("state") != "active":
+        if doc is None or doc.state != "active":
             return False
-        if (
-            not force
-            and doc.get("enriched")
-            and int(doc.get("enrichment_version") or 0) >= ENRICHMENT_VERSION
-        ):
+        if not force and doc.enriched and doc.enrichment_version >= ENRICHMENT_VERSION:
             return False
         now = now_iso()
         plan = derive(
@@ -160,10 +146,10 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
             summary_length=s.enrichment_summary_length,
         )
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
-        if svc.graph.apply_enrichment(memory_id, int(doc["version"]), plan.props, plan.entities, event):
+        if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
             _classify_if_unsure(svc, doc)
-            link_sequence(svc.graph, svc.queue_redis, {**doc, **plan.props}, now)
-            if doc.get("embedding_hash") and doc.get("embedding_hash") == doc.get("content_hash"):
+            link_sequence(svc.graph, svc.queue_redis, doc.with_props(plan.props), now)
+            if doc.embedded:
                 link_similar(
                     svc.graph,
                     memory_id,
@@ -176,13 +162,13 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
     return False
 
 
-def _classify_if_unsure(svc: Services, doc: dict[str, Any]) -> None:
+def _classify_if_unsure(svc: Services, doc: MemoryRecord) -> None:
     """Hand a memory the rules classified with low confidence to the LLM classification job."""
-    if svc.llm is None or doc.get("classification") == "explicit" or doc.get("classification") == "llm":
+    if svc.llm is None or doc.classification in ("explicit", "llm"):
         return
-    if float(doc.get("confidence") or 0.0) >= svc.settings.llm_classify_below:
+    if float(doc.confidence or 0.0) >= svc.settings.llm_classify_below:
         return
-    svc.jobs.enqueue_classify(doc["id"], int(doc["version"]))
+    svc.jobs.enqueue_classify(doc.id, doc.version)
 
 
 @contextmanager

@@ -13,22 +13,21 @@ vector store in embedded mode).
 
 from __future__ import annotations
 
-from typing import Any
-
 import redis
 
+from automem.record import MemoryRecord
 from automem.stores.graph import GraphStore
 
 LOCK_SECONDS = 30
 
 
-def link_sequence(graph: GraphStore, locks: redis.Redis, doc: dict[str, Any], now: str) -> bool:
+def link_sequence(graph: GraphStore, locks: redis.Redis, doc: MemoryRecord, now: str) -> bool:
     """Put `doc` in its place in its sequence; True when an edge changed."""
-    scope = doc.get("seq_scope") or ""
-    name = f"automem:seq-lock:{doc.get('tenant')}:{scope}"
+    scope = doc.seq_scope or ""
+    name = f"automem:seq-lock:{doc.tenant}:{scope}"
     with locks.lock(name, timeout=LOCK_SECONDS, blocking_timeout=LOCK_SECONDS):
         prev_id, next_id = graph.sequence_position(doc)
-        before, after = graph.sequence_links(doc["id"])
+        before, after = graph.sequence_links(doc.id)
         if set(before) == _set(prev_id) and set(after) == _set(next_id):
             return False
         stale_before = [i for i in before if i != prev_id]
@@ -36,7 +35,7 @@ def link_sequence(graph: GraphStore, locks: redis.Redis, doc: dict[str, Any], no
         heal = None
         if len(stale_before) == 1 and len(stale_after) == 1:
             heal = (stale_after[0], stale_before[0])
-        graph.relink_sequence(doc["id"], prev_id, next_id, heal, now)
+        graph.relink_sequence(doc.id, prev_id, next_id, heal, now)
         return True
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from rq import Queue
 from rq.cron import CronScheduler
 
 from automem.embedded import EmbeddedFalkorDB
+from automem.record import MemoryRecord
 from automem.services import Services
 from automem.settings import Settings
 from automem.timeutil import format_utc, utc_now
@@ -88,7 +90,7 @@ def test_never_accessed_scores_below_accessed() -> None:
     assert relevance(**{**BASE, "days_since_access": None}) < relevance(**BASE)
 
 
-def doc(**fields: Any) -> dict[str, Any]:
+def doc(**fields: Any) -> MemoryRecord:
     base = {
         "id": "m",
         "type": "Context",
@@ -100,16 +102,15 @@ def doc(**fields: Any) -> dict[str, Any]:
         "last_accessed": OLD,
         "access_count": 0,
         "metadata": "{}",
-        "links": 0,
         "relevance_score": None,
     }
-    return {**base, **fields}
+    return MemoryRecord.from_props({**base, **fields})
 
 
 def test_pinned_memories_never_decay() -> None:
     for pinned in (doc(tags=["pinned"]), doc(tags=["critical"]), doc(metadata=json.dumps({"pinned": True}))):
         assert is_pinned(pinned)
-        assert score_memory({**pinned, "relevance_score": 0.93}, NOW, 0.01) == pytest.approx(0.93)
+        assert score_memory(replace(pinned, relevance_score=0.93), NOW, 0.01) == pytest.approx(0.93)
     plain = doc(relevance_score=0.93)
     assert not is_pinned(plain) and not is_pinned(doc(metadata=json.dumps({"pinned": "no"})))
     assert score_memory(plain, NOW, 0.01) < 0.1
@@ -128,18 +129,18 @@ def test_protection_reasons(settings: Settings) -> None:
 
 
 def test_classify_pair() -> None:
-    insight = {"type": "Insight", "tags": ["a"], "timestamp": OLD}
-    decision = {"type": "Decision", "tags": ["b"], "timestamp": OLD}
-    context = {"type": "Context", "tags": ["a"], "timestamp": OLD}
+    insight = MemoryRecord("i", type="Insight", tags=["a"], timestamp=OLD)
+    decision = MemoryRecord("d", type="Decision", tags=["b"], timestamp=OLD)
+    context = MemoryRecord("c", type="Context", tags=["a"], timestamp=OLD)
     assert classify_pair(decision, insight, 0.55) == ("explains", 0.7, False)
     assert classify_pair(decision, context, 0.8) == ("shares_theme", 0.8, True)
     assert classify_pair(decision, context, 0.6) is None
-    assert classify_pair(context, {**context, "timestamp": "2019-03-05T00:00:00Z"}, 0.35) == (
+    assert classify_pair(context, replace(context, timestamp="2019-03-05T00:00:00Z"), 0.35) == (
         "parallel_context",
         0.5,
         True,
     )
-    assert classify_pair(context, {**context, "timestamp": "2019-04-05T00:00:00Z"}, 0.35) is None
+    assert classify_pair(context, replace(context, timestamp="2019-04-05T00:00:00Z"), 0.35) is None
 
 
 def noisy_cluster(rng: np.random.Generator, center: np.ndarray, n: int, noise: float) -> np.ndarray:
@@ -236,7 +237,7 @@ def corpus(api: Api, services: Services, jobs: Any) -> dict[str, str]:
 
 
 def snapshot(services: Services, ids: list[str]) -> dict[str, Any]:
-    docs = {d["id"]: d for d in services.graph.get_memories(ids)}
+    docs = {d.id: d for d in services.graph.get_memories(ids)}
     return {"docs": docs, "state": services.graph.consolidation_state(ids)}
 
 

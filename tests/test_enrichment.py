@@ -63,7 +63,7 @@ def test_enrichment_adds_entity_tags_nodes_summary_and_run_info(
     assert {e["key"] for e in entities} >= {"default:tool:postgresql", "default:person:alice-johnson"}
     doc = services.graph.get_memory(memory_id)
     assert doc is not None
-    assert doc["summary"] == "We migrated the billing service from MySQL to PostgreSQL."
+    assert doc.summary == "We migrated the billing service from MySQL to PostgreSQL."
 
 
 def test_entity_tags_are_browsable_and_filter_recall(api: Api, jobs: Any) -> None:

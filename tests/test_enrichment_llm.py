@@ -72,7 +72,8 @@ def test_unsure_memory_gets_the_llm_type(llm_api: Api, llm_services: Services, s
     assert memory["type"] == "Insight"
     assert memory["confidence"] == 0.85
     assert _chat_calls(stub) == 1
-    assert llm_services.graph.get_memory(created["memory_id"])["classification"] == "llm"  # type: ignore[index]
+    stored = llm_services.graph.get_memory(created["memory_id"])
+    assert stored is not None and stored.classification == "llm"
     events = llm_api.get(f"/memory/{created['memory_id']}/history").get_json()["events"]
     [classified] = [e for e in events if e["event"] == "classified"]
     assert classified["actor"] == "job:classify" and classified["version"] == 1
@@ -100,7 +101,7 @@ def test_a_type_set_by_the_client_meanwhile_wins(
     assert doc is not None
     llm_api.patch(f"/memory/{memory_id}", json={"type": "Preference"})
     # A classification read before the client's change must not land.
-    assert not llm_services.graph.set_llm_type(memory_id, int(doc["version"]), "Insight", 0.9)
+    assert not llm_services.graph.set_llm_type(memory_id, doc.version, "Insight", 0.9)
     run_jobs(llm_services)
     memory = llm_api.get(f"/memory/{memory_id}").get_json()["memory"]
     assert memory["type"] == "Preference"

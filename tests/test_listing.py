@@ -53,7 +53,7 @@ def corpus(api: Api) -> list[str]:
 
 def _graph_page(services: Services, tags: list[str], mode: Any, match: Any, limit: int, offset: int) -> list:
     docs = services.graph.by_tag(tags, tenant="default", mode=mode, match=match, limit=limit, offset=offset)
-    return [d["id"] for d in docs]
+    return [d.id for d in docs]
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_by_tag_pages_equal_the_graph_order(
         flt = tag_filter("default", tags, mode, match)
         listed = listed_docs(services.graph, services.vectors, flt, "importance", offset + limit)
         assert listed is not None
-        assert [d["id"] for d in listed[offset:]] == _graph_page(services, tags, mode, match, limit, offset)
+        assert [d.id for d in listed[offset:]] == _graph_page(services, tags, mode, match, limit, offset)
 
 
 @pytest.mark.parametrize("order", ["importance", "time_desc", "time_asc"])
@@ -93,7 +93,7 @@ def test_recall_listing_orders_equal_the_graph(services: Services, corpus: list[
     for count in (1, 10, 33, 200):
         listed = listed_docs(services.graph, services.vectors, flt.vector_filter(), order, count)
         assert listed is not None
-        assert [d["id"] for d in listed] == [d["id"] for d in services.graph.list_memories(flt, order, count)]
+        assert [d.id for d in listed] == [d.id for d in services.graph.list_memories(flt, order, count)]
 
 
 def test_the_route_answers_from_the_index_and_from_the_graph_alike(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from automem.embedded import EmbeddedFalkorDB
+from automem.record import MemoryRecord
 from automem.services import Services
 from automem.settings import Settings
 from tests.conftest import ADMIN_TOKEN, Api, make_settings
@@ -38,7 +39,7 @@ def store(api: Api, **fields: Any) -> dict[str, Any]:
     return response.get_json()  # type: ignore[no-any-return]
 
 
-def graph_doc(services: Services, memory_id: str) -> dict[str, Any]:
+def graph_doc(services: Services, memory_id: str) -> MemoryRecord:
     doc = services.graph.get_memory(memory_id, include_deleted=True)
     assert doc is not None
     return doc
@@ -59,12 +60,12 @@ def test_create_returns_201_and_stores_everything(api: Api, services: Services) 
     assert body["type"] == "Decision" and body["confidence"] == 0.9
     assert body["embedding"] == "queued"
     doc = graph_doc(services, body["memory_id"])
-    assert doc["content"] == "Chose PostgreSQL over MongoDB for ACID."
-    assert doc["tags"] == ["project-alpha", "slack:channel:general", "db"]
-    assert doc["tag_prefixes"] == ["project-alpha", "slack", "slack:channel", "slack:channel:general", "db"]
-    assert doc["timestamp"] == "2025-01-02T03:04:05.000000+00:00"
-    assert json.loads(doc["metadata"]) == {"files": ["db.py"]}
-    assert doc["version"] == 1 and doc["state"] == "active"
+    assert doc.content == "Chose PostgreSQL over MongoDB for ACID."
+    assert doc.tags == ["project-alpha", "slack:channel:general", "db"]
+    assert doc.tag_prefixes == ["project-alpha", "slack", "slack:channel", "slack:channel:general", "db"]
+    assert doc.timestamp == "2025-01-02T03:04:05.000000+00:00"
+    assert doc.metadata == {"files": ["db.py"]}
+    assert doc.version == 1 and doc.state == "active"
 
 
 def test_create_classifies_when_no_type(api: Api) -> None:
@@ -76,15 +77,15 @@ def test_create_classifies_when_no_type(api: Api) -> None:
 def test_tags_as_comma_string_and_slash_prefixes(api: Api, services: Services) -> None:
     body = store(api, content="tags as a string", tags="Project/AutoMem:API, other")
     doc = graph_doc(services, body["memory_id"])
-    assert doc["tags"] == ["project/automem:api", "other"]
-    assert doc["tag_prefixes"] == ["project", "project:automem", "project:automem:api", "other"]
+    assert doc.tags == ["project/automem:api", "other"]
+    assert doc.tag_prefixes == ["project", "project:automem", "project:automem:api", "other"]
 
 
 def test_client_id_and_timestamp_offset_normalised(api: Api, services: Services) -> None:
     memory_id = str(uuid.uuid4())
     body = store(api, content="client id", id=memory_id, timestamp="2025-06-01T12:00:00+02:00")
     assert body["memory_id"] == memory_id
-    assert graph_doc(services, memory_id)["timestamp"] == "2025-06-01T10:00:00.000000+00:00"
+    assert graph_doc(services, memory_id).timestamp == "2025-06-01T10:00:00.000000+00:00"
 
 
 def test_duplicate_content_returns_existing_id(api: Api) -> None:
@@ -286,8 +287,8 @@ def test_patch_content_requeues_embedding_and_syncs_payload(api: Api, services: 
     assert after_jobs.vector == pytest.approx(
         services.embedder.embed_one("completely different words"), abs=1e-5
     )
-    assert after_jobs.payload["rev"] == graph_doc(services, memory_id)["rev"]
-    assert graph_doc(services, memory_id)["embedding_hash"] == graph_doc(services, memory_id)["content_hash"]
+    assert after_jobs.payload["rev"] == graph_doc(services, memory_id).rev
+    assert graph_doc(services, memory_id).embedding_hash == graph_doc(services, memory_id).content_hash
 
 
 def test_patch_if_version_conflict(api: Api) -> None:
@@ -316,7 +317,7 @@ def test_bad_patch_is_400_and_changes_nothing(
     memory_id = store(api, content="unchanged")["memory_id"]
     response = api.patch(f"/memory/{memory_id}", json=payload)
     assert response.status_code == 400 and response.get_json()["field"] == field
-    assert graph_doc(services, memory_id)["version"] == 1
+    assert graph_doc(services, memory_id).version == 1
 
 
 def test_patch_unknown_is_404(api: Api) -> None:
@@ -365,7 +366,7 @@ def test_repair_restores_vectors_the_graph_outran(api: Api, services: Services, 
     assert services.vectors is not None
     services.vectors.delete([ids[0]])  # lost point
     doc = graph_doc(services, ids[1])  # a graph change whose vector write was lost
-    services.graph.update_memory(ids[1], {"tags": ["changed"]}, expected_version=doc["version"])
+    services.graph.update_memory(ids[1], {"tags": ["changed"]}, expected_version=doc.version)
     assert services.sync.repair() == 2
     points = {r.id: r for r in services.vectors.retrieve(ids)}
     assert set(points) == set(ids)

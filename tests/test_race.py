@@ -6,7 +6,6 @@ worker is a separate `automem worker` process, exactly as in embedded mode.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -91,13 +90,13 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
     points = {r.id: r for r in svc.vectors.retrieve(list(expected), with_vectors=True)}
     for memory_id, patch in expected.items():
         doc = svc.graph.get_memories([memory_id], with_embedding=True)[0]
-        content = patch.get("content", doc["content"])
-        assert doc["tags"] == patch["tags"] and doc["importance"] == 0.9 and doc["content"] == content
-        assert doc["embedding_hash"] == doc["content_hash"]
-        assert json.loads(doc["metadata"])["n"] == patch["metadata"]["n"]
+        content = patch.get("content", doc.content)
+        assert doc.tags == patch["tags"] and doc.importance == 0.9 and doc.content == content
+        assert doc.embedding_hash == doc.content_hash
+        assert doc.metadata["n"] == patch["metadata"]["n"]
         payload = points[memory_id].payload  # the filter fields, at the graph's rev
         assert payload["tags"] == patch["tags"] and payload["importance"] == 0.9
-        assert payload["rev"] == doc["rev"] and payload["state"] == "active"
+        assert payload["rev"] == doc.rev and payload["state"] == "active"
         expected_vector = svc.embedder.embed_one(content)
         assert points[memory_id].vector is not None
         assert max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True)) < 1e-4

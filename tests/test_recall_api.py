@@ -311,12 +311,12 @@ def test_access_bookkeeping_happens_off_the_request_path(api: Api, services: Ser
     for _ in range(2):
         assert recall(api, query="Grafana dashboards", tags=["acc"])["results"][0]["id"] == memory_id
     unchanged = services.graph.get_memory(memory_id)
-    assert unchanged is not None and unchanged["last_accessed"] == before["last_accessed"]  # not yet
+    assert unchanged is not None and unchanged.last_accessed == before.last_accessed  # not yet
     jobs()
     counted = services.graph._ro(
         "MATCH (m:Memory {id: $id}) RETURN m.access_count, m.last_accessed, m.version", {"id": memory_id}
     )[0]
-    assert counted[0] == 2 and counted[1] > before["last_accessed"] and counted[2] == before["version"]
+    assert counted[0] == 2 and counted[1] > str(before.last_accessed) and counted[2] == before.version
 
 
 def test_access_bookkeeping_waits_to_batch_many_recalls(
@@ -345,7 +345,7 @@ def test_a_lagging_payload_never_answers(api: Api, services: Services, jobs: Any
     doc = services.graph.get_memory(memory_id)
     assert doc is not None
     services.graph.update_memory(
-        memory_id, {"importance": 0.95, "tags": ["infra", "moved"]}, int(doc["version"])
+        memory_id, {"importance": 0.95, "tags": ["infra", "moved"]}, doc.version
     )
     lagging = recall(api, query="staging cluster spot instances")
     memory = lagging["results"][0]["memory"]

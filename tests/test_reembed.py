@@ -22,7 +22,7 @@ def _store(api: Api, content: str, **fields: Any) -> str:
 
 
 def _models(services: Services, ids: list[str]) -> dict[str, str]:
-    return {d["id"]: d["embedding_model"] for d in services.graph.get_memories(ids)}
+    return {d.id: str(d.embedding_model) for d in services.graph.get_memories(ids)}
 
 
 def _pretend_an_older_model(services: Services, ids: list[str]) -> None:
@@ -65,7 +65,7 @@ def test_all_mode_re_embeds_every_memory_and_reports_progress(api: Api, services
     progress = reembed_progress(services)
     assert progress["done"] == 3 and progress["remaining"] == 0
     docs = services.graph.get_memories(ids)
-    assert all(d["embedding_hash"] == d["content_hash"] for d in docs)
+    assert all(d.embedding_hash == d.content_hash for d in docs)
 
 
 def test_reconcile_re_embeds_after_a_model_change(api: Api, services: Services) -> None:

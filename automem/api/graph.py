@@ -7,8 +7,8 @@ from flask import Blueprint, Response, request
 from automem import associations
 from automem.api import json_body, respond, services
 from automem.errors import InvalidInput, NotFound
-from automem.memories import public_memory
 from automem.models import parse_uuid
+from automem.record import memory_wire
 from automem.relations import AUTHORABLE, canonical_relation
 
 bp = Blueprint("graph", __name__)
@@ -33,8 +33,8 @@ def related(memory_id: str) -> tuple[Response, int]:
     limit = _bounded_int("limit", svc.settings.recall_relation_limit, 1, 200)
     if svc.graph.get_memory(memory_id) is None:
         raise NotFound(f"memory {memory_id} not found", field="id")
-    docs = svc.graph.related(memory_id, types, depth, limit)
-    memories = [{**public_memory(doc), "hops": doc["hops"]} for doc in docs]
+    found = svc.graph.related(memory_id, types, depth, limit)
+    memories = [{**memory_wire(doc), "hops": hops} for doc, hops in found]
     return respond(
         {
             "status": "success",

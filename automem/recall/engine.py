@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from automem.errors import InvalidInput
 from automem.listing import listed_docs
-from automem.memories import DEFAULT_TENANT, content_hash, public_memory
+from automem.memories import content_hash
 from automem.recall.expansion import expand
 from automem.recall.fusion import (
     Candidate,
@@ -35,6 +35,7 @@ from automem.recall.fusion import (
 from automem.recall.query import RecallQuery
 from automem.recall.state import resolve_current
 from automem.recall.timeparse import resolve_window
+from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
 from automem.relations import MEMORY_LINKS, SYSTEM
 from automem.services import Services
 from automem.stores.recall_filter import RecallFilter
@@ -44,8 +45,8 @@ from automem.timeutil import now_iso
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-Hit = tuple[str, float, dict[str, Any]]
-FINAL_SPARE = 3  # extra candidates confirmed against the graph, for duplicates and lagging payloads
+Hit = tuple[str, float]  # (memory id, channel score)
+FINAL_SPARE = 3  # candidates read beyond `limit`, so duplicates and filtered ones leave enough
 ANN_OVERFETCH = 2  # the graph's HNSW search returns this many times the candidates, before filters
 POINT_COUNT_TTL = 30.0
 
@@ -124,7 +125,7 @@ class RecallEngine:
             results = self._cut(pool, q, flt)
         with timer.stage("relations"):
             relations = self._relations([c.id for c in results], q.relation_limit, edges, pool)
-        self._record_access([c.id for c in results], [(c.doc or {}).get("version") for c in results])
+        self._record_access([c.id for c in results], [c.doc.version if c.doc else None for c in results])
         return self._response(q, flt, results, relations, timer, degraded, listing)
 
     def _search(
@@ -169,10 +170,10 @@ class RecallEngine:
         if self._beyond_exact_search():
             nearest = self.svc.graph.nearest(query_vector, fetch * ANN_OVERFETCH, flt, fetch)
             if len(nearest) >= fetch:
-                return [(memory_id, score, {}) for memory_id, score in nearest]
+                return nearest
             # The filter is narrow: the exact search is cheap, the payload index pre-selects.
         hits = self.svc.vectors.search(query_vector, fetch, flt.vector_filter(), with_payload=False)
-        return [(h.id, h.score, h.payload) for h in hits]
+        return [(h.id, h.score) for h in hits]
 
     def _beyond_exact_search(self) -> bool:
         """Whether the Edge shard holds too many vectors to search exhaustively on each recall
@@ -191,7 +192,7 @@ class RecallEngine:
         hits = self.svc.vectors.keyword_search(
             text, fetch, flt.vector_filter(), flt.idf_scope(), with_payload=False
         )
-        return [(h.id, h.score, h.payload) for h in hits]
+        return [(h.id, h.score) for h in hits]
 
     @staticmethod
     def _timed(timer: Timer, name: str, fn: Callable[..., T], *args: Any) -> T:
@@ -221,7 +222,7 @@ class RecallEngine:
         if docs is None:
             docs = self.svc.graph.list_memories(flt, order, fetch)
         for doc in docs:
-            pool.get(doc["id"]).doc = doc
+            pool.get(doc.id).doc = doc
 
     def _hydrate(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery | None) -> None:
         """Read the candidates that can still make the top `limit` from the graph and filter them.
@@ -237,53 +238,39 @@ class RecallEngine:
             keep = max(q.limit + FINAL_SPARE, reachable) if floor > 0 else len(ordered)
             for candidate in ordered[keep:]:
                 pool.by_id.pop(candidate.id, None)
-        missing = [c.id for c in pool.values() if c.doc is None or not c.from_graph]
-        docs = self._hydrate_ids(missing)
+        docs = self._hydrate_ids([c.id for c in pool.values() if c.doc is None])
         for candidate in pool.values():
             if candidate.id in docs:
-                candidate.doc, candidate.from_graph = docs[candidate.id], True
+                candidate.doc = docs[candidate.id]
         for candidate in pool.values():
             if candidate.doc is None or not flt.matches(candidate.doc):
                 pool.by_id.pop(candidate.id, None)
 
-    def _confirm(self, ranked_candidates: list[Candidate], flt: RecallFilter) -> list[Candidate]:
-        """Swap payload copies for the graph's memory and filter again: a payload may lag the
-        graph by a moment, and only the graph's truth is answered."""
-        pending = [c.id for c in ranked_candidates if not c.from_graph]
-        docs = self._hydrate_ids(pending)
-        confirmed = []
-        for candidate in ranked_candidates:
-            if not candidate.from_graph:
-                candidate.doc, candidate.from_graph = docs.get(candidate.id), True
-            if candidate.doc is not None and flt.matches(candidate.doc):
-                confirmed.append(candidate)
-        return confirmed
-
-    def _hydrate_ids(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+    def _hydrate_ids(self, ids: list[str]) -> dict[str, MemoryRecord]:
         """Memories as the graph has them now (what recall shows and filters on)."""
         if not ids:
             return {}
-        return {d["id"]: d for d in self.svc.graph.get_memories(ids, view="recall")}
+        return {d.id: d for d in self.svc.graph.get_memories(ids, view="recall")}
 
     def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
-        """The best `limit` distinct memories at or above `min_score`, confirmed by the graph."""
-        ordered = [c for c in ranked(pool.values(), q.sort) if c.score >= q.min_score]
+        """The best `limit` distinct memories at or above `min_score` (every candidate's memory was
+        read from the graph and filtered by then; identical contents count once)."""
         out: list[Candidate] = []
         seen_content: set[str] = set()
-        start = 0
-        while len(out) < q.limit and start < len(ordered):
-            window = ordered[start : start + q.limit + FINAL_SPARE]
-            start += len(window)
-            for candidate in self._confirm(window, flt):
-                key = content_hash(str((candidate.doc or {}).get("content", "")))
-                if key not in seen_content and len(out) < q.limit:
-                    seen_content.add(key)
-                    out.append(candidate)
+        for candidate in ranked(pool.values(), q.sort):
+            if len(out) >= q.limit:
+                break
+            if candidate.score < q.min_score or candidate.doc is None or not flt.matches(candidate.doc):
+                continue
+            key = content_hash(candidate.doc.content)
+            if key not in seen_content:
+                seen_content.add(key)
+                out.append(candidate)
         return out
 
     def _relations(
         self, ids: list[str], limit: int, known: dict[str, list[dict[str, Any]]], pool: CandidatePool
-    ) -> dict[str, list[dict[str, Any]]]:
+    ) -> dict[str, list[tuple[dict[str, Any], MemoryRecord]]]:
         """Edges of the results, each with a summary of the other memory. The seeds' edges were
         already read by the graph channel, and most other ends are candidates whose memory is
         at hand; only the rest are read."""
@@ -291,12 +278,13 @@ class RecallEngine:
         fetched = self.svc.graph.edges_of(missing, MEMORY_LINKS, limit) if missing else {}
         edges = {i: (known.get(i) or fetched.get(i, []))[:limit] for i in ids}
         others = {e["id"] for found in edges.values() for e in found}
-        docs = {i: pool.by_id[i].doc for i in others if i in pool.by_id and pool.by_id[i].doc}
+        docs: dict[str, MemoryRecord] = {}
+        for other in others:
+            held = pool.by_id[other].doc if other in pool.by_id else None
+            if held is not None:
+                docs[other] = held
         docs.update(self._hydrate_ids([i for i in others if i not in docs]))
-        return {
-            i: [{**e, "memory": docs[e["id"]]} for e in found if e["id"] in docs]
-            for i, found in edges.items()
-        }
+        return {i: [(e, docs[e["id"]]) for e in found if e["id"] in docs] for i, found in edges.items()}
 
     def _record_access(self, ids: list[str], versions: list[int | None]) -> None:
         """Access bookkeeping happens in a job, off the request path; losing it loses nothing."""
@@ -312,7 +300,7 @@ class RecallEngine:
         q: RecallQuery,
         flt: RecallFilter,
         results: list[Candidate],
-        relations: dict[str, list[dict[str, Any]]],
+        relations: dict[str, list[tuple[dict[str, Any], MemoryRecord]]],
         timer: Timer,
         degraded: list[str],
         listing: bool,
@@ -341,15 +329,15 @@ def context_prefixes(q: RecallQuery) -> list[str]:
     return [canonical_prefix(t) for t in q.context_tags]
 
 
-def _item(candidate: Candidate, relations: list[dict[str, Any]]) -> dict[str, Any]:
+def _item(candidate: Candidate, relations: list[tuple[dict[str, Any], MemoryRecord]]) -> dict[str, Any]:
     assert candidate.doc is not None
     item = {
         "id": candidate.id,
-        "memory": public_memory(candidate.doc),
+        "memory": memory_wire(candidate.doc),
         "score": candidate.score,
         "score_components": candidate.components,
         "channels": candidate.channels,
-        "relations": [_relation(r) for r in relations],
+        "relations": [_relation(edge, other) for edge, other in relations],
         "match_type": match_type(candidate),
     }
     if candidate.replaces:
@@ -359,8 +347,7 @@ def _item(candidate: Candidate, relations: list[dict[str, Any]]) -> dict[str, An
     return item
 
 
-def _relation(edge: dict[str, Any]) -> dict[str, Any]:
-    other = edge["memory"]
+def _relation(edge: dict[str, Any], other: MemoryRecord) -> dict[str, Any]:
     return {
         "type": edge["type"],
         "direction": "outgoing" if edge["outgoing"] else "incoming",
@@ -368,10 +355,10 @@ def _relation(edge: dict[str, Any]) -> dict[str, Any]:
         "system": edge["type"] in SYSTEM,
         "memory": {
             "id": edge["id"],
-            "type": other.get("type"),
-            "timestamp": other.get("timestamp"),
-            "importance": other.get("importance"),
-            "tags": (other.get("tags") or [])[:5],
-            "content": (other.get("content") or "")[:160],
+            "type": other.type,
+            "timestamp": other.timestamp,
+            "importance": other.importance,
+            "tags": other.tags[:5],
+            "content": other.content[:160],
         },
     }

@@ -30,6 +30,7 @@ from typing import Any
 
 from automem.recall.fusion import Candidate, CandidatePool, reachable_floor
 from automem.recall.query import RecallQuery
+from automem.record import MemoryRecord
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.graph import GraphStore
 from automem.stores.recall_filter import RecallFilter
@@ -44,6 +45,7 @@ ENTITY_MAX_MENTIONS = 50
 ENTITY_FANOUT = 5
 
 Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
+Hydrate = Callable[[list[str]], dict[str, MemoryRecord]]  # ids -> memories read from the graph
 
 
 def expand(
@@ -51,7 +53,7 @@ def expand(
     pool: CandidatePool,
     flt: RecallFilter,
     q: RecallQuery,
-    hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
+    hydrate: Hydrate,
     edge_cache: dict[str, list[dict[str, Any]]] | None = None,
     executor: Executor | None = None,
 ) -> int:
@@ -98,7 +100,7 @@ def _admit(
     offers: Offers,
     flt: RecallFilter,
     q: RecallQuery,
-    hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
+    hydrate: Hydrate,
 ) -> int:
     """Raise known candidates' graph evidence; add new ones that pass the filter, best first."""
     docs = hydrate([i for i in offers if i not in pool.by_id])
@@ -111,7 +113,7 @@ def _admit(
                 doc is None
                 or added >= q.expansion_limit
                 or not flt.matches(doc)
-                or float(doc.get("importance") or 0.0) < q.expand_min_importance
+                or float(doc.importance or 0.0) < q.expand_min_importance
             ):
                 continue
             candidate = pool.get(neighbour)

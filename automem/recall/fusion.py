@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from automem.record import MemoryRecord
+
 # Relevance weights of the retrieval channels, and the share of the priors in the final score.
 CHANNEL_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
 IMPORTANCE_WEIGHT = 0.05
@@ -26,8 +28,7 @@ class Candidate:
     rank: dict[str, int] = field(default_factory=dict)  # channel -> 1-based rank
     expanded: float = 0.0  # relevance inherited through graph expansion
     expanded_from: list[dict[str, Any]] = field(default_factory=list)
-    doc: dict[str, Any] | None = None
-    from_graph: bool = True  # False while `doc` is the vector payload (a copy that may lag)
+    doc: MemoryRecord | None = None  # read from the graph once the candidate may make the cut
     components: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     replaces: str | None = None
@@ -46,13 +47,10 @@ class CandidatePool:
     def __init__(self) -> None:
         self.by_id: dict[str, Candidate] = {}
 
-    def add(self, channel: str, hits: list[tuple[str, float, dict[str, Any]]]) -> None:
-        """Hits as (id, score, payload); the payload serves as the memory until the final cut."""
-        for rank, (memory_id, score, payload) in enumerate(hits, start=1):
+    def add(self, channel: str, hits: list[tuple[str, float]]) -> None:
+        """Hits as (id, score), best first."""
+        for rank, (memory_id, score) in enumerate(hits, start=1):
             candidate = self.by_id.setdefault(memory_id, Candidate(memory_id))
-            if candidate.doc is None and payload:
-                candidate.doc = {**payload, "id": memory_id}
-                candidate.from_graph = False
             if score > candidate.raw.get(channel, float("-inf")):
                 candidate.raw[channel] = score
                 candidate.rank[channel] = rank
@@ -108,9 +106,8 @@ def _normalised(channel: str, raw: float, best: float) -> float:
 def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bool) -> None:
     """Combine relevance (or, for listings, importance) with the priors into `score`."""
     for candidate in pool.values():
-        doc = candidate.doc or {}
-        importance = float(doc.get("importance") or 0.0)
-        boost = _context_boost(doc, context_tags)
+        importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
+        boost = _context_boost(candidate.doc, context_tags)
         base = importance if listing else max(candidate.components.get("relevance", 0.0), candidate.expanded)
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
@@ -123,10 +120,10 @@ def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bo
         candidate.score = round(min(1.0, max(0.0, score)), 6)
 
 
-def _context_boost(doc: dict[str, Any], context_tags: tuple[str, ...]) -> float:
-    if not context_tags:
+def _context_boost(doc: MemoryRecord | None, context_tags: tuple[str, ...]) -> float:
+    if not context_tags or doc is None:
         return 0.0
-    present = set(doc.get("tag_prefixes") or ())
+    present = set(doc.tag_prefixes)
     return 1.0 if present & set(context_tags) else 0.0
 
 
@@ -139,7 +136,7 @@ def ranked(candidates: list[Candidate], sort: str) -> list[Candidate]:
 
 
 def _ts(candidate: Candidate) -> str:
-    return str((candidate.doc or {}).get("timestamp") or "")
+    return (candidate.doc.timestamp or "") if candidate.doc else ""
 
 
 def _neg_ts(candidate: Candidate) -> tuple[int, ...]:

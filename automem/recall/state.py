@@ -9,9 +9,9 @@ passes the request's filter; otherwise the superseded memory simply disappears.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from automem.recall.fusion import Candidate, CandidatePool
+from automem.record import MemoryRecord
 from automem.relations import SUPERSEDING
 from automem.stores.graph import GraphStore
 from automem.stores.recall_filter import RecallFilter
@@ -51,7 +51,7 @@ def resolve_current(
     graph: GraphStore,
     pool: CandidatePool,
     flt: RecallFilter,
-    hydrate: Callable[[list[str]], dict[str, dict[str, Any]]],
+    hydrate: Callable[[list[str]], dict[str, MemoryRecord]],
 ) -> None:
     successors = successor_map(graph, list(pool.by_id))
     heads = {mid: head_of(mid, successors) for mid in list(pool.by_id) if mid in successors}

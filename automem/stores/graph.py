@@ -21,50 +21,16 @@ from falkordb import FalkorDB
 from falkordb.helpers import quote_string
 
 from automem.errors import StoreUnavailable
+from automem.record import MEMORY_FIELDS, MemoryRecord
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
 from automem.stores.recall_filter import RecallFilter
-from automem.tags import tag_prefixes
 from automem.timeutil import format_utc, parse_iso
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-# Properties returned for a memory; the embedding is left out (large) unless asked for, and
-# `tag_prefixes` is derived from `tags` on read: FalkorDB returns array properties slowly
-# (~35 us per row each), and every recall reads memories several times.
-MEMORY_FIELDS = (
-    "id",
-    "tenant",
-    "content",
-    "content_hash",
-    "type",
-    "confidence",
-    "tags",
-    "importance",
-    "metadata",
-    "timestamp",
-    "created_at",
-    "updated_at",
-    "last_accessed",
-    "t_valid",
-    "t_invalid",
-    "state",
-    "deleted_at",
-    "version",
-    "rev",
-    "embedding_hash",
-    "embedding_model",
-    "enriched",
-    "enriched_at",
-    "enrichment_version",
-    "summary",
-    "classification",
-    "seq_scope",
-)
-
 
 # What recall reads of a memory: its public shape and every field filters test. Each returned
 # column costs FalkorDB ~4 us per row, so recall leaves out the bookkeeping fields.
@@ -84,13 +50,11 @@ RECALL_FIELDS = tuple(
     )
 )
 _RECALL_PROJECTION = ", ".join(f"m.{f}" for f in RECALL_FIELDS) + ", m.embedding_hash = m.content_hash"
+_RECALL_COLUMNS = (*RECALL_FIELDS, "embedded")
 
 
-def _recall_doc(row: Sequence[Any]) -> dict[str, Any]:
-    doc = dict(zip(RECALL_FIELDS, row, strict=False))
-    doc["embedded"] = bool(row[len(RECALL_FIELDS)])
-    doc["tag_prefixes"] = tag_prefixes(doc.get("tags") or [])
-    return doc
+def _recall_doc(row: Sequence[Any]) -> MemoryRecord:
+    return MemoryRecord.from_values(_RECALL_COLUMNS, row)
 
 
 def _fields(embedding: bool) -> tuple[str, ...]:
@@ -102,10 +66,8 @@ def _projection(alias: str = "m", embedding: bool = False) -> str:
     return ", ".join(f"{alias}.{f}" for f in _fields(embedding))
 
 
-def _doc(row: Sequence[Any], embedding: bool = False) -> dict[str, Any]:
-    doc = dict(zip(_fields(embedding), row, strict=False))
-    doc["tag_prefixes"] = tag_prefixes(doc.get("tags") or [])
-    return doc
+def _doc(row: Sequence[Any], embedding: bool = False) -> MemoryRecord:
+    return MemoryRecord.from_values(_fields(embedding), row)
 
 
 _PROJECTION = _projection()
@@ -332,7 +294,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         *,
         expected_rev: int | None = None,
         event: dict[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> MemoryRecord | None:
         """Apply `props` if the memory still has `expected_version` (and `expected_rev`: nothing,
         not even a job, changed it since it was read); None when it changed or vanished.
 
@@ -370,7 +332,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         deleted_at: str,
         expected_version: int | None = None,
         event: dict[str, Any] | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> MemoryRecord | None:
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
         WHERE m.state <> 'deleted' AND ($version IS NULL OR m.version = $version)
@@ -392,7 +354,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
 
     def recover(
         self, memory_id: str, deleted_since: str, event: dict[str, Any] | None = None
-    ) -> dict[str, Any] | None:
+    ) -> MemoryRecord | None:
         """Undo a soft delete made at or after `deleted_since`; the memory becomes a dedup target
         again unless an active memory with the same content took that role meanwhile."""
         cypher = f"""
@@ -467,7 +429,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         return [row[0] for row in self._query(cypher, {"rows": rows}).result_set]
 
     # --- reads --------------------------------------------------------------------------------
-    def get_memory(self, memory_id: str, include_deleted: bool = False) -> dict[str, Any] | None:
+    def get_memory(self, memory_id: str, include_deleted: bool = False) -> MemoryRecord | None:
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
         WHERE $all OR m.state <> 'deleted'
@@ -478,7 +440,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
 
     def get_memories(
         self, ids: Sequence[str], with_embedding: bool = False, view: Literal["full", "recall"] = "full"
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryRecord]:
         """Memories by id, deleted ones included (callers decide), in no particular order.
         `view="recall"` reads only what recall shows and filters on (RECALL_FIELDS)."""
         if view == "recall":
@@ -497,7 +459,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         match: Literal["prefix", "exact"],
         limit: int,
         offset: int,
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryRecord]:
         """Active memories carrying the tags, importance desc then timestamp desc then id."""
         field = "tag_prefixes" if match == "prefix" else "tags"
         if mode == "any":
@@ -702,12 +664,12 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         }
         return bool(self._query(cypher, params).result_set)
 
-    def sequence_position(self, doc: dict[str, Any]) -> tuple[str | None, str | None]:
+    def sequence_position(self, doc: MemoryRecord) -> tuple[str | None, str | None]:
         """(previous, next) active memory of `doc`'s sequence scope by event time; equal
         timestamps are ordered by creation time, then id."""
         return self._sequence_neighbour(doc, "<", "DESC"), self._sequence_neighbour(doc, ">", "ASC")
 
-    def _sequence_neighbour(self, doc: dict[str, Any], op: str, order: str) -> str | None:
+    def _sequence_neighbour(self, doc: MemoryRecord, op: str, order: str) -> str | None:
         """The nearest neighbour on one side. A scope can hold a whole channel's history, and
         sorting all of it per memory made enrichment quadratic (72 ms a memory in a 12k-memory
         scope); the neighbour is nearly always close in time, so the timestamp index is asked for
@@ -720,13 +682,13 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         RETURN p.id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
         """
         params = {
-            "scope": doc.get("seq_scope") or "",
-            "tenant": doc["tenant"],
-            "id": doc["id"],
-            "ts": doc["timestamp"],
-            "created": doc.get("created_at") or "",
+            "scope": doc.seq_scope or "",
+            "tenant": doc.tenant,
+            "id": doc.id,
+            "ts": doc.timestamp,
+            "created": doc.created_at or "",
         }
-        moment = parse_iso(str(doc["timestamp"]))
+        moment = parse_iso(str(doc.timestamp))
         side = -1 if op == "<" else 1
         for span in _SEQUENCE_WINDOWS:
             window = ""
@@ -929,7 +891,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
 
     def list_memories(
         self, flt: RecallFilter, order: Literal["importance", "time_desc", "time_asc"], limit: int
-    ) -> list[dict[str, Any]]:
+    ) -> list[MemoryRecord]:
         """Memories in the filter's scope, for recall without a query."""
         scoped = bool(flt.tags) and flt.tag_mode == "any"
         where, params = self.filter_clause(flt, tags=not scoped)
@@ -1010,8 +972,11 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         """
         return [(a, b) for a, b in self._query(cypher, {"rows": list(rows)}).result_set]
 
-    def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
-        """Distinct memories within `depth` hops over the given edge types, importance first."""
+    def related(
+        self, memory_id: str, types: Sequence[str], depth: int, limit: int
+    ) -> list[tuple[MemoryRecord, int]]:
+        """(memory, hops) of the distinct memories within `depth` hops over the given edge types,
+        importance first."""
         cypher = f"""
         MATCH p = (m:Memory {{id: $id}})-[*1..{int(depth)}]-(o:Memory)
         WHERE o.id <> $id AND o.state <> 'deleted' AND all(r IN relationships(p) WHERE type(r) IN $types)
@@ -1021,7 +986,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         LIMIT $limit
         """
         rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
-        return [{**_doc(row[:-1]), "hops": row[-1]} for row in rows]
+        return [(_doc(row[:-1]), int(row[-1])) for row in rows]
 
     def touch(self, rows: Sequence[dict[str, Any]]) -> int:
         """Record accesses {id, at, n, version}: the newest last_accessed wins, access_count grows

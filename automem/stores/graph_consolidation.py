@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
+from automem.record import MemoryRecord
+
 # What a scoring pass reads of a memory (no content, no embedding).
 _SCORE_FIELDS = (
     "id",
@@ -64,9 +66,10 @@ class ConsolidationQueries:
                     raise
 
     # --- reads for the passes -----------------------------------------------------------------
-    def scoring_page(self, after: str, limit: int) -> list[dict[str, Any]]:
-        """Active memories after `after` in id order, with `links`: distinct other memories
-        (not deleted) they share an edge with."""
+    def scoring_page(self, after: str, limit: int) -> list[tuple[MemoryRecord, int]]:
+        """(memory, links) of active memories after `after` in id order, where `links` counts the
+        distinct other memories (not deleted) it shares an edge with. Fills the decay pass's
+        fields (_SCORE_FIELDS)."""
         cypher = f"""
         MATCH (m:Memory) WHERE m.id > $after AND m.state = 'active'
         WITH m ORDER BY m.id LIMIT $limit
@@ -76,12 +79,11 @@ class ConsolidationQueries:
         ORDER BY m.id
         """
         rows = self._ro(cypher, {"after": after, "limit": limit})
-        return [
-            {**dict(zip(_SCORE_FIELDS, row[:-1], strict=True)), "links": int(row[-1] or 0)} for row in rows
-        ]
+        return [(MemoryRecord.from_values(_SCORE_FIELDS, row[:-1]), int(row[-1] or 0)) for row in rows]
 
-    def vector_page(self, after: str, limit: int, min_relevance: float | None = None) -> list[dict[str, Any]]:
-        """Active memories with an embedding after `after` in id order (unscored ones included)."""
+    def vector_page(self, after: str, limit: int, min_relevance: float | None = None) -> list[MemoryRecord]:
+        """Active memories with an embedding after `after` in id order (unscored ones included),
+        with the similarity passes' fields (_VECTOR_FIELDS)."""
         cypher = f"""
         MATCH (m:Memory) WHERE m.id > $after AND m.state = 'active' AND m.embedding IS NOT NULL
           AND ($min IS NULL OR m.relevance_score IS NULL OR m.relevance_score >= $min)
@@ -89,7 +91,7 @@ class ConsolidationQueries:
         ORDER BY m.id LIMIT $limit
         """
         rows = self._ro(cypher, {"after": after, "limit": limit, "min": min_relevance})
-        return [dict(zip(_VECTOR_FIELDS, row, strict=True)) for row in rows]
+        return [MemoryRecord.from_values(_VECTOR_FIELDS, row) for row in rows]
 
     def active_memory_count(self) -> int:
         rows = self._ro("MATCH (m:Memory) WHERE m.state = 'active' RETURN count(m)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from automem.record import MemoryRecord
 from automem.stores.vectors.base import Condition, Filter, Match, Range
 from automem.tags import canonical_prefix
 
@@ -115,29 +116,29 @@ class RecallFilter:
         return Filter(must=tuple(must))
 
     # --- the in-process rendering -------------------------------------------------------------
-    def matches(self, doc: dict[str, Any]) -> bool:
+    def matches(self, doc: MemoryRecord) -> bool:
         """The same predicate over a memory read from the graph."""
-        if doc.get("tenant") != self.tenant or doc.get("state") == "deleted":
+        if doc.tenant != self.tenant or doc.state == "deleted":
             return False
         if self.tags and not self._tags_match(doc):
             return False
-        if self.exclude_tags and set(self.exclude_tags) & set(doc.get("tag_prefixes") or ()):
+        if self.exclude_tags and set(self.exclude_tags) & set(doc.tag_prefixes):
             return False
-        if self.types and doc.get("type") not in self.types:
+        if self.types and doc.type not in self.types:
             return False
-        timestamp = doc.get("timestamp") or ""
+        timestamp = doc.timestamp or ""
         if (self.start and timestamp < self.start) or (self.end and timestamp >= self.end):
             return False
         return self.state_mode == "history" or self.is_current(doc)
 
-    def _tags_match(self, doc: dict[str, Any]) -> bool:
-        present = set(doc.get(self.tag_field) or ())
+    def _tags_match(self, doc: MemoryRecord) -> bool:
+        present = set(doc.tag_prefixes if self.tag_match == "prefix" else doc.tags)
         wanted = set(self.tags)
         return bool(present & wanted) if self.tag_mode == "any" else wanted <= present
 
-    def is_current(self, doc: dict[str, Any]) -> bool:
+    def is_current(self, doc: MemoryRecord) -> bool:
         """Active and inside its validity interval (supersession is resolved separately)."""
-        if doc.get("state") != "active":
+        if doc.state != "active":
             return False
-        valid_from, valid_to = doc.get("t_valid"), doc.get("t_invalid")
+        valid_from, valid_to = doc.t_valid, doc.t_invalid
         return (not valid_from or valid_from <= self.now) and (not valid_to or valid_to > self.now)
