@@ -1,10 +1,11 @@
-"""Work the store is owed: memories lacking a current embedding or enrichment, found in the graph
-and queued as jobs.
+"""Background work as the core sees it: the work the store is owed (memories lacking a current
+embedding or enrichment, found in the graph and queued as jobs), the runs the API queues, and
+the state of the queues.
 
 The reconcile job (at every start and on cron), a re-embedding run, a restore and the reprocess
 route all ask the same questions of the graph, so the answers live here, in the core: the worker
 side runs these functions inside its jobs, the API runs them inside requests. Nothing here
-embeds or enriches; it only hands ids to the queue.
+embeds, enriches or consolidates; it only hands ids and runs to the queue.
 """
 
 from __future__ import annotations
@@ -155,3 +156,31 @@ def reprocess(svc: Services, ids: list[str] | None, every: bool, failed: bool) -
         out["queued"] = len(queued)
         out["unknown_ids"] = unknown
     return out
+
+
+def request_reembed(svc: Services, every: bool) -> dict[str, Any]:
+    """POST /admin/reembed: queue a re-embedding run (a run already waiting is not doubled)."""
+    queued = svc.jobs.enqueue_reembed(every=every)
+    return {
+        "mode": "all" if every else "missing",
+        "model": svc.embedder.label,
+        "job_status": "queued" if queued else "already_queued",
+        "progress_url": "/admin/reembed",
+    }
+
+
+def request_consolidation(svc: Services, mode: str) -> dict[str, Any]:
+    """POST /consolidate with `dry_run: false`: queue the run (one job per mode)."""
+    job_id, queued = svc.jobs.enqueue_consolidation(mode, dry_run=False)
+    return {
+        "mode": mode,
+        "dry_run": False,
+        "job_id": job_id,
+        "job_status": "queued" if queued else "already_queued",
+        "status_url": "/consolidate/status",
+    }
+
+
+def jobs_overview(svc: Services) -> dict[str, Any]:
+    """GET /admin/jobs: job counts per queue and registry, and the newest failed jobs."""
+    return {"queues": svc.jobs.registry_counts(), "failed_jobs": svc.jobs.failed_jobs()}

@@ -325,6 +325,13 @@ class MemoryService:
             raise NotFound(f"memory {memory_id} not found", field="id")
         return memory_wire(doc)
 
+    def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
+        """The memories within `depth` hops over these edge types, each with its `hops`."""
+        if self.graph.get_memory(memory_id) is None:
+            raise NotFound(f"memory {memory_id} not found", field="id")
+        found = self.graph.related(memory_id, types, depth, limit)
+        return [{**memory_wire(doc), "hops": hops} for doc, hops in found]
+
     def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         tags = self._selection_tags(query)
         docs = self._by_tag_from_index(query, tags, tenant)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
+from automem import backlog
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
-from automem.backlog import reembed_progress
 from automem.health import repair_vectors
 from automem.models import ReembedBody, SyncBody, parse
 
@@ -30,20 +30,10 @@ def reembed() -> tuple[Response, int]:
     """Queue re-embedding on the maintenance queue; old vectors answer recall until replaced."""
     svc = services()
     body = parse(ReembedBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
-    queued = svc.jobs.enqueue_reembed(every=body.mode == "all")
-    return respond(
-        {
-            "status": "success",
-            "mode": body.mode,
-            "model": svc.embedder.label,
-            "job_status": "queued" if queued else "already_queued",
-            "progress_url": "/admin/reembed",
-        },
-        202,
-    )
+    return respond({"status": "success", **backlog.request_reembed(svc, every=body.mode == "all")}, 202)
 
 
 @bp.get("/admin/reembed")
 @require_admin
 def reembed_status() -> tuple[Response, int]:
-    return respond({"status": "success", **reembed_progress(services())})
+    return respond({"status": "success", **backlog.reembed_progress(services())})

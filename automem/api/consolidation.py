@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
+from automem import backlog
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
 from automem.errors import NotImplementedYet
@@ -46,16 +47,7 @@ def _enqueue_destructive(mode: str) -> tuple[Response, int]:
 
 
 def _enqueue(mode: str) -> tuple[Response, int]:
-    job_id, queued = services().jobs.enqueue_consolidation(mode, dry_run=False)
-    body = {
-        "status": "success",
-        "mode": mode,
-        "dry_run": False,
-        "job_id": job_id,
-        "job_status": "queued" if queued else "already_queued",
-        "status_url": "/consolidate/status",
-    }
-    return respond(body, 202)
+    return respond({"status": "success", **backlog.request_consolidation(services(), mode)}, 202)
 
 
 @bp.get("/consolidate/status")

@@ -29,7 +29,4 @@ def reprocess() -> tuple[Response, int]:
 @bp.get("/admin/jobs")
 @require_admin
 def jobs() -> tuple[Response, int]:
-    svc = services()
-    return respond(
-        {"status": "success", "queues": svc.jobs.registry_counts(), "failed_jobs": svc.jobs.failed_jobs()}
-    )
+    return respond({"status": "success", **backlog.jobs_overview(services())})

@@ -6,9 +6,8 @@ from flask import Blueprint, Response, request
 
 from automem import associations
 from automem.api import json_body, respond, services
-from automem.errors import InvalidInput, NotFound
+from automem.errors import InvalidInput
 from automem.models import parse_uuid
-from automem.record import memory_wire
 from automem.relations import AUTHORABLE, canonical_relation
 
 bp = Blueprint("graph", __name__)
@@ -31,10 +30,7 @@ def related(memory_id: str) -> tuple[Response, int]:
     types = _types(request.args.get("relationship_types", ""))
     depth = _bounded_int("max_depth", 1, 1, 3)
     limit = _bounded_int("limit", svc.settings.recall_relation_limit, 1, 200)
-    if svc.graph.get_memory(memory_id) is None:
-        raise NotFound(f"memory {memory_id} not found", field="id")
-    found = svc.graph.related(memory_id, types, depth, limit)
-    memories = [{**memory_wire(doc), "hops": hops} for doc, hops in found]
+    memories = svc.memories.related(memory_id, types, depth, limit)
     return respond(
         {
             "status": "success",
