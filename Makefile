@@ -25,8 +25,9 @@ test: install
 	$(BIN)/automem docs --check
 	$(BIN)/python -m pytest -q
 
+# The unit tier alone: no stores, no subprocesses (tests/unit); the developer's fast loop.
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q tests/unit
 
 # A long fuzz pass over /openapi.json (the default test run does a short one); counts in benchmarks/fuzz.json.
 FUZZ_EXAMPLES ?= 300

@@ -24,15 +24,14 @@ The neighbour is then ranked together with the seeds by the same final score.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
-from typing import Any
+from typing import Any, Protocol
 
 from automem.recall.fusion import Candidate, CandidatePool, reachable_floor
 from automem.recall.query import RecallQuery
 from automem.record import MemoryRecord
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
-from automem.stores.graph import GraphStore
 from automem.stores.recall_filter import RecallFilter
 
 SEEDS = 10
@@ -48,8 +47,22 @@ Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherite
 Hydrate = Callable[[list[str]], dict[str, MemoryRecord]]  # ids -> memories read from the graph
 
 
+class LinkReads(Protocol):
+    """The graph reads expansion makes (`GraphStore` provides them)."""
+
+    def edges_of(
+        self, ids: Sequence[str], types: Sequence[str], limit_per: int
+    ) -> dict[str, list[dict[str, Any]]]: ...
+
+    def entities_of(self, ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]: ...
+
+    def memories_mentioning(
+        self, keys: Sequence[str], flt: RecallFilter, limit_per: int
+    ) -> dict[str, list[str]]: ...
+
+
 def expand(
-    graph: GraphStore,
+    graph: LinkReads,
     pool: CandidatePool,
     flt: RecallFilter,
     q: RecallQuery,
@@ -147,7 +160,7 @@ def _damp_hubs(offers: Offers, degrees: dict[str, int]) -> None:
         offers[neighbour] = (value / (1.0 + math.log(excess)), via)
 
 
-def _entity_offers(graph: GraphStore, seeds_relevance: dict[str, float], flt: RecallFilter) -> Offers:
+def _entity_offers(graph: LinkReads, seeds_relevance: dict[str, float], flt: RecallFilter) -> Offers:
     entities = graph.entities_of(list(seeds_relevance))
     followed: dict[str, tuple[float, str, dict[str, Any]]] = {}  # key -> (value, seed, entity)
     for seed_id, mentioned in entities.items():

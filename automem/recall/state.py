@@ -8,18 +8,24 @@ passes the request's filter; otherwise the superseded memory simply disappears.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from automem.recall.fusion import Candidate, CandidatePool
 from automem.record import MemoryRecord
 from automem.relations import SUPERSEDING
-from automem.stores.graph import GraphStore
 from automem.stores.recall_filter import RecallFilter
 
 MAX_HOPS = 10
 
 
-def successor_map(graph: GraphStore, ids: list[str]) -> dict[str, list[str]]:
+class SupersessionReads(Protocol):
+    """The graph read state resolution makes (`GraphStore` provides it)."""
+
+    def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]: ...
+
+
+def successor_map(graph: SupersessionReads, ids: list[str]) -> dict[str, list[str]]:
     """old id -> new ids (newest edge first), for every chain reachable from `ids`."""
     successors: dict[str, list[str]] = {}
     frontier, seen = list(ids), set(ids)
@@ -48,7 +54,7 @@ def head_of(memory_id: str, successors: dict[str, list[str]]) -> str:
 
 
 def resolve_current(
-    graph: GraphStore,
+    graph: SupersessionReads,
     pool: CandidatePool,
     flt: RecallFilter,
     hydrate: Callable[[list[str]], dict[str, MemoryRecord]],

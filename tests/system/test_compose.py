@@ -16,7 +16,7 @@ import yaml
 from automem.cli import build_parser
 from automem.settings import Settings, registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STORES = ("falkordb", "qdrant", "redis")
 SECRETS = {
     "AUTOMEM_API_TOKEN": "tok",

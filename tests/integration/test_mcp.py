@@ -20,7 +20,7 @@ from automem.relations import AUTHORABLE
 from tests.conftest import API_TOKEN
 from tests.served import base_url  # noqa: F401  (fixture)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {
     "store_memory",
     "recall_memory",

@@ -23,8 +23,8 @@ from automem.errors import ConfigurationError
 from automem.settings import Settings, registry
 from tests.stubs.openai_stub import OpenAIStub
 
-REPO = Path(__file__).resolve().parents[1]
-MODEL_DIR = Path(__file__).resolve().parents[2] / "shared/models/all-MiniLM-L6-v2-onnx-int8"
+REPO = Path(__file__).resolve().parents[2]
+MODEL_DIR = Path(__file__).resolve().parents[3] / "shared/models/all-MiniLM-L6-v2-onnx-int8"
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -10,7 +10,7 @@ import pytest
 from automem.cli import GENERATED
 from automem.settings import GROUPS, Settings, registry, render_env_example
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_setting_is_documented() -> None:

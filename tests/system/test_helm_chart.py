@@ -30,7 +30,7 @@ from tests.helm_template import (
     validate_values,
 )
 
-CHART = Path(__file__).resolve().parents[1] / "helm" / "automem"
+CHART = Path(__file__).resolve().parents[2] / "helm" / "automem"
 FULL = "mem-automem"
 
 

@@ -1,0 +1,148 @@
+"""One fusion over every channel: normalisation, weights, priors, the reachable floor, order."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from automem.recall.fusion import (
+    CONTEXT_WEIGHT,
+    IMPORTANCE_WEIGHT,
+    RELEVANCE_SHARE,
+    Candidate,
+    CandidatePool,
+    final_scores,
+    match_type,
+    ranked,
+    reachable_floor,
+    relevance,
+)
+from tests.unit.recall_doubles import memory
+
+
+def pool_of(vector: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> CandidatePool:
+    pool = CandidatePool()
+    pool.add("vector", vector)
+    pool.add("keyword", keyword)
+    return pool
+
+
+def test_a_channel_keeps_each_candidates_best_score_and_rank() -> None:
+    pool = CandidatePool()
+    pool.add("vector", [("a", 0.9), ("b", 0.5), ("a", 0.2)])
+    assert pool.by_id["a"].raw == {"vector": 0.9} and pool.by_id["a"].rank == {"vector": 1}
+    assert pool.by_id["b"].rank == {"vector": 2} and len(pool) == 2
+
+
+def test_cosine_is_kept_and_keyword_is_divided_by_the_best_keyword_score() -> None:
+    pool = pool_of([("a", 0.8), ("b", 0.4)], [("b", 12.0), ("c", 3.0)])
+    relevance(pool)
+    a, b, c = (pool.by_id[i].components for i in "abc")
+    assert a == {"vector": 0.8, "keyword": 0.0, "relevance": pytest.approx(0.4)}
+    assert b["keyword"] == 1.0 and b["relevance"] == pytest.approx(0.5 * 0.4 + 0.5 * 1.0)
+    assert c["keyword"] == 0.25 and c["relevance"] == pytest.approx(0.125)
+
+
+def test_a_channel_with_no_hits_does_not_dilute_the_other() -> None:
+    pool = pool_of([("a", 0.6)], [])
+    relevance(pool)
+    assert pool.by_id["a"].components == {"vector": 0.6, "relevance": pytest.approx(0.6)}
+
+
+def test_negative_cosine_counts_as_zero() -> None:
+    pool = pool_of([("a", -0.3), ("b", 0.5)], [])
+    relevance(pool)
+    assert pool.by_id["a"].components["relevance"] == 0.0
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(-1, 1)), max_size=8),
+    st.lists(st.tuples(st.sampled_from("abcdefgh"), st.floats(0, 50)), max_size=8),
+)
+def test_relevance_always_lies_in_0_1(
+    vector: list[tuple[str, float]], keyword: list[tuple[str, float]]
+) -> None:
+    pool = pool_of(vector, keyword)
+    relevance(pool)
+    for candidate in pool.values():
+        assert 0.0 <= candidate.components["relevance"] <= 1.0
+
+
+def scored(relevance_value: float, importance: float, tags: list[str] | None = None) -> Candidate:
+    candidate = Candidate(f"m{relevance_value}-{importance}-{','.join(tags or [])}")
+    candidate.components["relevance"] = relevance_value
+    candidate.doc = memory(candidate.id, importance=importance, tags=tags or [])
+    return candidate
+
+
+def test_the_final_score_mixes_relevance_with_importance_and_context() -> None:
+    pool = CandidatePool()
+    plain, tagged = scored(0.8, 0.5), scored(0.8, 0.5, ["proj:x"])
+    pool.by_id = {plain.id: plain, tagged.id: tagged}
+    final_scores(pool, ("proj",), listing=False)
+    assert plain.score == pytest.approx(RELEVANCE_SHARE * 0.8 + IMPORTANCE_WEIGHT * 0.5)
+    assert tagged.score == pytest.approx(plain.score + CONTEXT_WEIGHT)
+    assert tagged.components["context"] == 1.0 and plain.components["context"] == 0.0
+
+
+def test_graph_evidence_counts_when_it_beats_the_channels() -> None:
+    candidate = scored(0.2, 0.0)
+    candidate.expanded = 0.6
+    pool = CandidatePool()
+    pool.by_id = {candidate.id: candidate}
+    final_scores(pool, (), listing=False)
+    assert candidate.score == pytest.approx(RELEVANCE_SHARE * 0.6)
+    assert candidate.components["graph"] == 0.6 and candidate.channels == ["graph"]
+
+
+def test_a_listing_ranks_by_importance() -> None:
+    low, high = scored(0.0, 0.2), scored(0.0, 0.9)
+    pool = CandidatePool()
+    pool.by_id = {low.id: low, high.id: high}
+    final_scores(pool, (), listing=True)
+    assert (low.score, high.score) == (0.2, 0.9)
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=20), st.integers(1, 10))
+def test_nothing_below_the_reachable_floor_can_enter_the_top(
+    pairs: list[tuple[float, float]], limit: int
+) -> None:
+    """The floor's promise: a candidate whose relevance is below it scores below the limit-th
+    best, whatever its priors (the hydration stage drops such candidates unread)."""
+    pool = CandidatePool()
+    for n, (rel, importance) in enumerate(pairs):
+        candidate = scored(rel, importance, ["ctx"] if n % 2 else [])
+        candidate.id = f"m{n}"
+        pool.by_id[candidate.id] = candidate
+    floor = reachable_floor(pool, limit, context_tags=True)
+    final_scores(pool, ("ctx",), listing=False)
+    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
+    for candidate in pool.values():
+        if candidate.components["relevance"] < floor:
+            assert candidate.score <= top[-1] + 1e-9
+
+
+def test_no_floor_when_sorting_by_time_or_with_few_candidates() -> None:
+    pool = CandidatePool()
+    pool.by_id = {c.id: c for c in (scored(0.9, 0.5), scored(0.1, 0.5))}
+    assert reachable_floor(pool, 1, False, sort="time_desc") == 0.0
+    assert reachable_floor(pool, 5, False) == 0.0
+
+
+def test_ties_go_to_the_newest_and_time_sorts_by_timestamp() -> None:
+    old, new = Candidate("a", score=0.5), Candidate("b", score=0.5)
+    old.doc = memory("a", timestamp="2024-01-01T00:00:00.000000+00:00")
+    new.doc = memory("b", timestamp="2025-01-01T00:00:00.000000+00:00")
+    assert [c.id for c in ranked([old, new], "score")] == ["b", "a"]
+    assert [c.id for c in ranked([new, old], "time_asc")] == ["a", "b"]
+    assert [c.id for c in ranked([old, new], "time_desc")] == ["b", "a"]
+
+
+def test_match_type_names_how_a_candidate_was_found() -> None:
+    both = Candidate("a", raw={"vector": 0.5, "keyword": 1.0})
+    graph_only = Candidate("b", expanded=0.3)
+    replaced = Candidate("c", raw={"vector": 0.5}, replaces="old")
+    assert [match_type(c) for c in (both, graph_only, replaced)] == ["hybrid", "graph", "state_replacement"]
+    assert match_type(Candidate("d", raw={"keyword": 2.0})) == "keyword"
+    assert match_type(Candidate("e")) == "listing"
