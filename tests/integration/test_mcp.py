@@ -1,22 +1,40 @@
 """`automem mcp` tested by a real MCP client session over stdio: the test spawns
-`python -m automem mcp`, which talks to the real app served over HTTP."""
+`python -m automem mcp`, which talks to the real app served over HTTP. The rendering helpers and
+the tools' mapping of arguments to SDK calls are tested at the end without a server."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.types import CallToolResult
+from pydantic import TypeAdapter
 
 from automem.classify import MEMORY_TYPES
-from automem.client import AutomemClient
-from automem.mcp_server import MemoryTypeName, RelationName
+from automem.client import AsyncAutomemClient, AutomemClient
+from automem.mcp import render, tools
+from automem.mcp.schemas import (
+    AssociationInput,
+    MemoryTypeName,
+    NewContent,
+    RecalledMemory,
+    RecallOutput,
+    RelationName,
+    RelationOutput,
+    ReplacementContent,
+    Tags,
+    with_limits,
+)
+from automem.mcp.tools import ToolContext
 from automem.relations import AUTHORABLE
+from automem.schemas import AssociateBatchResult, RecallResponse, StoreResult
 from tests.conftest import API_TOKEN
 from tests.served import base_url  # noqa: F401  (fixture)
 
@@ -29,6 +47,7 @@ TOOLS = {
     "associate_memories",
     "memories_by_tag",
     "check_health",
+    "check_database_health",
 }
 
 
@@ -202,3 +221,317 @@ def test_an_unreachable_service_is_reported_not_crashed() -> None:
     health, stored = with_session("http://127.0.0.1:9", scenario, AUTOMEM_CLIENT_RETRIES="0")
     assert health.structured_content["status"] == "unreachable"
     assert stored.is_error and "unreachable" in text(stored)
+
+
+# --- AutoMem's names ------------------------------------------------------------------------------
+def test_check_database_health_is_check_health(base_url: str) -> None:  # noqa: F811
+    async def scenario(session: ClientSession) -> tuple[Any, CallToolResult, CallToolResult]:
+        listed = {t.name: t for t in (await session.list_tools()).tools}
+        return (
+            listed,
+            await session.call_tool("check_health", {}),
+            await session.call_tool("check_database_health", {}),
+        )
+
+    listed, health, alias = with_session(base_url, scenario)
+    assert not alias.is_error and alias.structured_content["status"] == "healthy"
+    assert alias.structured_content == health.structured_content and text(alias) == text(health)
+    old, new = listed["check_health"], listed["check_database_health"]
+    assert (new.description, new.output_schema) == (old.description, old.output_schema)
+    assert new.annotations and old.annotations
+    hints = ("read_only_hint", "destructive_hint", "idempotent_hint", "open_world_hint")
+    assert [getattr(new.annotations, h) for h in hints] == [getattr(old.annotations, h) for h in hints]
+
+
+def vector(dimension: int, hot: int) -> list[float]:
+    """A unit vector along one axis: recalled by itself with similarity 1, by others with 0."""
+    return [1.0 if n == hot else 0.0 for n in range(dimension)]
+
+
+def test_automem_argument_names_reach_the_service(base_url: str, jobs: Any) -> None:  # noqa: F811
+    chosen_id = str(uuid.uuid4())
+
+    async def scenario(session: ClientSession) -> dict[str, Any]:
+        async def call(name: str, **arguments: Any) -> CallToolResult:
+            return await session.call_tool(name, arguments)
+
+        health = await call("check_database_health")
+        dim = health.structured_content["embedding"]["dimension"]
+        out: dict[str, Any] = {"dim": dim}
+        out["store"] = await call(
+            "store_memory",
+            content="Insight: the flaky login test was a clock skew between CI runners",
+            tags=["compat", "ci"],
+            importance=0.8,
+            type="Insight",
+            confidence=0.7,
+            metadata={"error_signature": "TokenExpired"},
+            timestamp="2025-01-01T09:00:00Z",
+            id=chosen_id,
+            updated_at="2025-01-02T10:00:00Z",
+            last_accessed="2025-01-03T11:00:00Z",
+            embedding=vector(dim, 0),
+        )
+        with AutomemClient(base_url, API_TOKEN) as mem:  # as stored, before any recall touches it
+            out["held"] = mem.get(chosen_id)
+        other = await call(
+            "store_memory", content="Redis backs the job queue in every environment", tags=["compat"]
+        )
+        expired = await call(
+            "store_memory",
+            content="Staging ran on the db-old host",
+            tags=["compat"],
+            t_invalid="2020-01-01T00:00:00Z",
+        )
+        other_id, expired_id = other.structured_content["memory_id"], expired.structured_content["memory_id"]
+        out["ids"] = (other_id, expired_id)
+        out["update"] = await call("update_memory", memory_id=other_id, embedding=vector(dim, 1))
+        out["batch"] = await call(
+            "associate_memories",
+            associations=[
+                {"memory1_id": chosen_id, "memory2_id": other_id, "type": "RELATES_TO", "strength": 0.9},
+                {
+                    "memory1_id": chosen_id,
+                    "memory2_id": str(uuid.uuid4()),
+                    "type": "LEADS_TO",
+                    "strength": 0.5,
+                },
+            ],
+        )
+        out["batch_all_failed"] = await call(
+            "associate_memories", associations=[{"memory1_id": chosen_id, "memory2_id": chosen_id}]
+        )
+        one = [{"memory1_id": chosen_id, "memory2_id": other_id}]
+        out["both_modes"] = await call(
+            "associate_memories", memory1_id=chosen_id, memory2_id=other_id, associations=one
+        )
+        out["no_mode"] = await call("associate_memories", type="RELATES_TO")
+        jobs()
+        by_vector = {
+            "embedding": vector(dim, 0),
+            "limit": 1,
+            "expand_relations": False,
+            "expand_entities": False,
+        }
+        out["by_embedding"] = await call("recall_memory", **by_vector)
+        out["updated_vector"] = await call("recall_memory", **{**by_vector, "embedding": vector(dim, 1)})
+        out["with_relations"] = await call("recall_memory", embedding=vector(dim, 0), limit=1)
+        out["no_relations"] = await call("recall_memory", embedding=vector(dim, 0), limit=1, relation_limit=0)
+        out["expansion_knobs"] = await call(
+            "recall_memory",
+            query="login test",
+            expansion_limit=0,
+            expand_min_importance=0.9,
+            expand_min_strength=0.9,
+        )
+        # Options of AutoMem's bridges that the service lacks are ignored, not refused.
+        out["unknown"] = await call("recall_memory", query="login", queries=["a", "b"], recency_bias="auto")
+        listing = {"query": "staging db-old host", "tags": ["compat"], "limit": 10}
+        out["current"] = await call("recall_memory", **listing, current_only=True)
+        out["history"] = await call("recall_memory", **listing, state_mode="current", current_only=False)
+        for fmt in ("text", "items", "detailed", "json"):
+            out[fmt] = await call("recall_memory", tags=["compat"], limit=3, format=fmt)
+        out["fetch_detailed"] = await call("recall_memory", memory_id=chosen_id, format="detailed")
+        page = {"tags": ["compat"], "limit": 1, "offset": 1}
+        out["exhaustive"] = await call("recall_memory", **page, exhaustive=True)
+        out["by_tag"] = await call("memories_by_tag", **page)
+        out["exhaustive_no_tags"] = await call("recall_memory", exhaustive=True)
+        return out
+
+    out = with_session(base_url, scenario)
+    other_id, expired_id = out["ids"]
+    stored = out["store"]
+    assert not stored.is_error and stored.structured_content["memory_id"] == chosen_id
+    assert stored.structured_content["type"] == "Insight"
+    assert not out["update"].is_error and "embedding" in text(out["update"])
+
+    batch = out["batch"]
+    assert not batch.is_error
+    assert (batch.structured_content["created_count"], batch.structured_content["failed_count"]) == (1, 1)
+    assert batch.structured_content["failed"][0]["index"] == 1 and "association 1 failed" in text(batch)
+    assert (
+        out["batch_all_failed"].is_error and out["batch_all_failed"].structured_content["created_count"] == 0
+    )
+    assert out["both_modes"].is_error and "not both" in text(out["both_modes"])
+    assert out["no_mode"].is_error and "Give memory1_id and memory2_id" in text(out["no_mode"])
+
+    def ids(name: str) -> list[str]:
+        return [r["memory_id"] for r in out[name].structured_content["results"]]
+
+    assert ids("by_embedding") == [chosen_id]
+    assert ids("updated_vector") == [other_id]
+    relations = out["with_relations"].structured_content["results"][0]["relations"]
+    assert ("RELATES_TO", other_id) in {(r["type"], r["memory_id"]) for r in relations}
+    assert out["no_relations"].structured_content["results"][0]["relations"] == []
+    assert not out["expansion_knobs"].is_error
+    assert not out["unknown"].is_error and ids("unknown")[0] == chosen_id
+    assert expired_id not in ids("current") and expired_id in ids("history")
+
+    # format changes the text blocks, never the structured content.
+    assert (
+        len({json.dumps(out[f].structured_content, sort_keys=True) for f in ("text", "items", "detailed")})
+        == 1
+    )
+    count = out["text"].structured_content["count"]
+    assert len(out["text"].content) == 1 and len(out["items"].content) == count == 2  # the expired is hidden
+    assert json.loads(text(out["json"])) == out["json"].structured_content
+    detailed = text(out["fetch_detailed"])
+    assert f"ID: {chosen_id}" in detailed and "Type: Insight" in detailed and "Importance: 0.8" in detailed
+
+    assert out["exhaustive"].structured_content == out["by_tag"].structured_content
+    assert out["exhaustive"].structured_content["count"] == 1
+    assert out["exhaustive_no_tags"].is_error
+
+    # What the AutoMem-named arguments set is what the service holds.
+    memory = out["held"]
+    assert (memory.type, memory.confidence, memory.importance) == ("Insight", 0.7, 0.8)
+    assert memory.metadata["error_signature"] == "TokenExpired"
+    assert (memory.timestamp or "").startswith("2025-01-01T09:00:00")
+    assert (memory.updated_at or "").startswith("2025-01-02T10:00:00")
+    assert (memory.last_accessed or "").startswith("2025-01-03T11:00:00")
+
+
+# --- without a server: the rendering helpers and the tools' SDK calls ----------------------------
+def sample() -> RecallOutput:
+    linked = RelationOutput(type="PREFERS_OVER", direction="outgoing", memory_id="m2", content="MongoDB")
+    return RecallOutput(
+        count=2,
+        results=[
+            RecalledMemory(
+                memory_id="m1",
+                content="Chose PostgreSQL",
+                type="Decision",
+                tags=["db", "alpha"],
+                importance=0.9,
+                timestamp="2025-01-31T14:00:00Z",
+                score=0.8765,
+                match_type="vector",
+                relations=[linked],
+            ),
+            RecalledMemory(memory_id="m2", content="MongoDB was considered", type="Context"),
+        ],
+    )
+
+
+def test_render_is_the_compact_text() -> None:
+    assert render.render(sample().results, "Memories for 'db'") == (
+        "Memories for 'db': 2\n"
+        "1. [0.88] Chose PostgreSQL\n"
+        "   id m1 | Decision | importance 0.9 | 2025-01-31 | tags: db, alpha\n"
+        "   -> PREFERS_OVER m2: MongoDB\n"
+        "2. MongoDB was considered\n"
+        "   id m2 | Context | importance None |  | tags: -"
+    )
+    assert render.render([], "Memories") == "Memories: nothing found."
+
+
+def test_recall_texts_in_automem_formats() -> None:
+    out = sample()
+    assert render.recall_texts(out, "Memories") == [render.render(out.results, "Memories")]
+    items = render.recall_texts(out, "Memories", "items")
+    assert len(items) == 2 and items[0].startswith("1. [0.88] Chose PostgreSQL\n   id m1")
+    first, second = render.recall_texts(out, "Memories", "detailed")
+    assert first.splitlines() == [
+        "1. Chose PostgreSQL",
+        "ID: m1",
+        "Type: Decision",
+        "Timestamp: 2025-01-31T14:00:00Z",
+        "Importance: 0.9",
+        "Tags: db, alpha",
+        "Score: 0.8765",
+        "Match: vector",
+        "Relation: -> PREFERS_OVER m2: MongoDB",
+    ]
+    assert second.splitlines() == ["2. MongoDB was considered", "ID: m2", "Type: Context"]
+    (raw,) = render.recall_texts(out, "Memories", "json")
+    assert json.loads(raw) == out.model_dump()
+    empty = RecallOutput(count=0, results=[])
+    assert render.recall_texts(empty, "Memories", "items") == ["Memories: nothing found."]
+
+
+def test_store_messages() -> None:
+    fresh = StoreResult(memory_id="m1", type="Decision", confidence=0.9)
+    assert render.stored(fresh, 200, 500).message == "Stored: memory m1 (Decision, confidence 0.9)."
+    long = render.stored(fresh, 600, 500)
+    assert long.size_warning and "600 characters is over the 500-character soft limit" in long.message
+    summary = StoreResult(
+        memory_id="m1", deduplicated=True, summarized=True, original_length=900, summarized_length=300
+    )
+    assert render.stored(summary, 900, 500).message == (
+        "Already stored (identical content): memory m1 (None, confidence None). "
+        "Summarised 900 -> 300 characters."
+    )
+
+
+def test_the_content_limits_reach_the_schema() -> None:
+    schema = TypeAdapter(with_limits(NewContent, 900, 300)).json_schema()
+    assert (schema["maxLength"], schema["minLength"]) == (900, 1)
+    assert "over 300 the service may summarise it; over 900 it is rejected" in schema["description"]
+    assert TypeAdapter(with_limits(ReplacementContent, 900, 300)).json_schema()["maxLength"] == 900
+    assert with_limits(Tags, 900, 300) is Tags and with_limits(int, 900, 300) is int
+
+
+class RecordingClient:
+    """Stands in for the SDK client: records each call and answers with an empty success."""
+
+    base_url = "http://recording"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any, Any]] = []
+
+    async def recall(self, query: str | None, **params: Any) -> RecallResponse:
+        self.calls.append(("recall", query, params))
+        return RecallResponse(results=[], count=0)
+
+    async def store(self, content: str, **fields: Any) -> StoreResult:
+        self.calls.append(("store", content, fields))
+        return StoreResult(memory_id="m1")
+
+    async def associate_many(self, associations: list[dict[str, Any]]) -> AssociateBatchResult:
+        self.calls.append(("associate_many", associations, None))
+        return AssociateBatchResult(created_count=len(associations), failed_count=0, succeeded=[], failed=[])
+
+
+def recording() -> tuple[ToolContext, RecordingClient]:
+    client = RecordingClient()
+    return ToolContext(cast(AsyncAutomemClient, client), hard_limit=2000, soft_limit=500), client
+
+
+def test_automem_recall_arguments_become_sdk_parameters() -> None:
+    ctx, client = recording()
+    asyncio.run(
+        tools.recall_memory(
+            ctx,
+            query="q",
+            state_mode="current",
+            current_only=False,
+            embedding=[0.5],
+            relation_limit=0,
+            expansion_limit=3,
+            expand_min_importance=0.4,
+            expand_min_strength=0.6,
+        )
+    )
+    ((_, query, params),) = client.calls
+    assert query == "q" and params["state_mode"] == "history"  # the legacy flag wins, as in AutoMem
+    assert params["embedding"] == [0.5] and params["relation_limit"] == 0 and params["expansion_limit"] == 3
+    assert (params["expand_min_importance"], params["expand_min_strength"]) == (0.4, 0.6)
+    assert None not in params.values()
+
+
+def test_automem_store_and_batch_arguments_become_sdk_fields() -> None:
+    ctx, client = recording()
+    at = "2025-01-02T00:00:00Z"
+    asyncio.run(tools.store_memory(ctx, " A fact ", id="u1", updated_at=at, last_accessed=at))
+    links = [
+        AssociationInput(memory1_id="a", memory2_id="b", type="PREFERS_OVER", reason="why", role="dropped"),
+        AssociationInput(memory1_id="b", memory2_id="c"),
+    ]
+    asyncio.run(tools.associate_memories(ctx, associations=links))
+    asyncio.run(tools.store_memory(ctx, "x" * 2001))  # refused before any request
+    (_, content, fields), (_, edges, _) = client.calls
+    assert content == "A fact" and fields == {"id": "u1", "updated_at": at, "last_accessed": at}
+    assert edges == [
+        {"memory1_id": "a", "memory2_id": "b", "type": "PREFERS_OVER", "strength": 0.5, "reason": "why"},
+        {"memory1_id": "b", "memory2_id": "c", "type": "RELATES_TO", "strength": 0.5},
+    ]
