@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from automem.app import check_bind_allowed
 from automem.errors import ConfigurationError
 from tests.conftest import API_TOKEN, make_settings
-from tests.test_auth_contract import _path as concrete_path
+from tests.integration.test_auth_contract import _path as concrete_path
 
 ROUTES = [
     ("POST", "/memory"),

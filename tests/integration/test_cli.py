@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from automem.cli import build_parser, main
-from tests.test_recall_api import store
+from tests.integration.test_recall_api import store
 
 
 def test_every_subcommand_help_explains_it(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,8 +12,8 @@ from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
 from automem.settings import Settings
 from tests.conftest import ADMIN_TOKEN, API_TOKEN
+from tests.integration.test_recall_api import store
 from tests.served import base_url  # noqa: F401  (fixture)
-from tests.test_recall_api import store
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from automem.schemas import AnalyzeResponse, StartupRecallResponse
 from tests.conftest import Api
-from tests.test_recall_api import store
+from tests.integration.test_recall_api import store
 
 
 def startup(api: Api, **params: Any) -> dict[str, Any]:

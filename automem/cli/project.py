@@ -1,0 +1,113 @@
+"""Commands about the project itself: settings, docs, bench, doctor."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import runpy
+import sys
+
+from automem import docsgen
+from automem.cli.common import ROOT, Subparsers
+from automem.errors import ConfigurationError
+from automem.settings import load_settings
+
+BENCHMARKS = {
+    "locomo": "locomo.py",
+    "bm25": "bm25_backends.py",
+    "enrichment": "enrichment.py",
+    "load": "load.py",
+    "api-threads": "api_threads.py",
+    "aof": "aof_durability.py",
+}
+
+
+def add_settings(sub: Subparsers) -> None:
+    st = sub.add_parser("settings", help="show settings (secrets masked); --write/--check as `automem docs`")
+    st.add_argument("--write", action="store_true", help="same as `automem docs --write`")
+    st.add_argument("--check", action="store_true", help="same as `automem docs --check`")
+    st.set_defaults(func=settings_command)
+
+
+def settings_command(args: argparse.Namespace) -> int:
+    if args.write or args.check:
+        return docs_command(args)
+    print(json.dumps(load_settings().redacted(), indent=2, default=str))
+    return 0
+
+
+def add_docs(sub: Subparsers) -> None:
+    docs = sub.add_parser(
+        "docs",
+        help="regenerate (--write) or check (--check, the default) the files generated from the settings "
+        "registry and the OpenAPI document: docs/, .env.example, README table, Helm values and schema",
+    )
+    mode = docs.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write every generated file")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale (default)")
+    docs.set_defaults(func=docs_command)
+
+
+def docs_command(args: argparse.Namespace) -> int:
+    """Write or check every generated file: docs, .env.example, README table, Helm values."""
+    if args.write:
+        for path in docsgen.write_all():
+            print(f"wrote {path}")
+        return 0
+    stale = docsgen.stale_files()
+    if stale:
+        print(f"stale generated files: {', '.join(stale)}; run `automem docs --write`")
+        return 1
+    print("generated files are current")
+    return 0
+
+
+def add_bench(sub: Subparsers) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
+        "api-threads, bm25, enrichment, aof (durability)",
+    )
+    bench.add_argument("name", choices=sorted(BENCHMARKS))
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
+    bench.set_defaults(func=bench_command)
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    """Run a benchmark script of scripts/bench (a source checkout) with the remaining arguments."""
+    script = ROOT / "scripts" / "bench" / BENCHMARKS[args.name]
+    if not script.exists():
+        raise ConfigurationError(f"{script} not found: benchmarks run from a source checkout")
+    sys.argv = [str(script), *args.rest]
+    sys.path.insert(0, str(ROOT))
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def add_doctor(sub: Subparsers) -> None:
+    doc = sub.add_parser(
+        "doctor",
+        help="check the configuration, API token setup, embedding provider and dimensions, FalkorDB/"
+        "Redis/Qdrant connectivity, the running service, graph-vector drift and failed jobs; "
+        "exit status 1 when a check fails",
+    )
+    doc.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doc.add_argument("--endpoint", help="service URL (default $AUTOMEM_ENDPOINT or http://127.0.0.1:8001)")
+    doc.add_argument("--no-service", action="store_true", help="skip the checks through the running service")
+    doc.set_defaults(func=doctor_command)
+
+
+def doctor_command(args: argparse.Namespace) -> int:
+    from automem import doctor
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    checks = doctor.run(
+        {"client_endpoint": args.endpoint} if args.endpoint else {}, service=not args.no_service
+    )
+    text, status = doctor.report(checks, args.json)
+    print(text)
+    return status
