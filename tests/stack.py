@@ -68,12 +68,43 @@ def wait_until(predicate: Callable[[], Any], timeout: float, message: str, inter
     raise AssertionError(f"{message} (after {timeout:.0f} s)")
 
 
-class Service:
-    """One `automem serve` on a fresh port; its output goes to `<data_dir>/../serve.log`."""
+def session_processes(sid: int) -> list[int]:
+    """Live (not zombie) processes of session `sid`: whatever a service started in a session of
+    its own left behind, re-parented or not."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+
+class Service:
+    """One `automem serve` on a fresh port; its output goes to `<data_dir>/../serve-<port>.log`.
+
+    `command` replaces `python -m automem` (e.g. the `automem` script), `cwd` is its working
+    directory, and `new_session` starts it in a session (and process group) of its own, so a
+    test can signal the group as a terminal's Ctrl-C would."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        env: dict[str, str] | None = None,
+        *,
+        command: list[str] | None = None,
+        cwd: Path | None = None,
+        new_session: bool = False,
+    ) -> None:
         self.data_dir = data_dir
         self.extra_env = env or {}
+        self.command = command or [sys.executable, "-m", "automem"]
+        self.cwd = cwd
+        self.new_session = new_session
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = data_dir.parent / f"serve-{self.port}.log"
@@ -81,7 +112,7 @@ class Service:
         self.http = httpx.Client(base_url=self.url, headers={"X-API-Key": TOKEN}, timeout=10)
 
     # --- lifecycle ------------------------------------------------------------------------------
-    def start(self, timeout: float = 90) -> None:
+    def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOMEM_", "FALKORDB_", "QDRANT_"))}
         env.update(
             {
@@ -94,11 +125,28 @@ class Service:
                 **self.extra_env,
             }
         )
-        argv = [sys.executable, "-m", "automem", "serve", "--data-dir", str(self.data_dir)]
-        argv += ["--port", str(self.port)]
+        return env
+
+    def argv(self) -> list[str]:
+        return [*self.command, "serve", "--data-dir", str(self.data_dir), "--port", str(self.port)]
+
+    def launch(self, stderr: Path | None = None) -> subprocess.Popen[bytes]:
+        """Start `automem serve` without waiting; stdout (and stderr, unless given a file of its
+        own) go to the log."""
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.log_path, "ab") as log, open(stderr or os.devnull, "ab") as err:
+            self.process = subprocess.Popen(
+                self.argv(),
+                env=self.env(),
+                cwd=self.cwd,
+                stdout=log,
+                stderr=err if stderr else subprocess.STDOUT,
+                start_new_session=self.new_session,
+            )
+        return self.process
+
+    def start(self, timeout: float = 90) -> None:
+        self.launch()
         self.wait_healthy(timeout)
 
     def stop(self) -> int:
@@ -112,16 +160,19 @@ class Service:
         return code
 
     def kill_everything(self) -> None:
-        """Teardown: stop the supervisor, then SIGKILL whatever of its tree is left."""
-        if self.process is None or self.process.poll() is not None:
+        """Teardown: stop the supervisor, then SIGKILL whatever of its tree (or session) is left."""
+        if self.process is None:
             return
-        tree = descendants(self.process.pid)  # before the supervisor dies and they are re-parented
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        kill9(tree)
+        if self.process.poll() is None:
+            tree = descendants(self.process.pid)  # before the supervisor dies and they are re-parented
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            kill9(tree)
+        if self.new_session:
+            kill9(session_processes(self.process.pid))
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -191,8 +242,9 @@ def started_services(base: Path) -> Iterator[Callable[..., Service]]:
     """A factory of started services under `base`, all torn down at exit."""
     started: list[Service] = []
 
-    def start(env: dict[str, str] | None = None, data_dir: Path | None = None) -> Service:
-        svc = Service(data_dir or base / "data", env)
+    def start(env: dict[str, str] | None = None, data_dir: Path | None = None, **options: Any) -> Service:
+        """A started service; `options` (command, cwd, new_session) go to Service."""
+        svc = Service(data_dir or base / "data", env, **options)
         started.append(svc)
         svc.start()
         return svc
