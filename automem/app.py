@@ -84,24 +84,24 @@ def _request_id(given: str | None) -> str:
 def _register_error_handlers(app: Flask) -> None:
     @app.errorhandler(AutomemError)
     def _automem_error(exc: AutomemError) -> tuple[Response, int]:
-        return jsonify(envelope(exc.message, exc.code, exc.field, **exc.extra)), exc.status
+        return jsonify(exc.body()), exc.status
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> tuple[Response, int]:
         status = exc.code or 500
-        code = (exc.name or "error").lower().replace(" ", "_")
+        reason = (exc.name or "error").lower().replace(" ", "_")
         message = exc.description or exc.name or "error"
         if status == 413:
-            code, message = (
+            reason, message = (
                 "payload_too_large",
                 f"the request body exceeds {app.config['MAX_CONTENT_LENGTH']} bytes",
             )
-        return jsonify(envelope(message, code)), status
+        return jsonify(envelope(status, message, reason)), status
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:
         log.exception("unhandled error (request %s)", getattr(g, "request_id", "-"))
-        return jsonify(envelope("internal server error", "internal_error")), 500
+        return jsonify(envelope(500, "internal server error", "internal_error")), 500
 
 
 def _queue_reconcile(svc: Services) -> None:

@@ -62,10 +62,10 @@ def require_admin(view: F) -> F:
         settings: Settings = current_app.extensions["automem"].settings
         if not settings.admin_token:
             raise Forbidden(
-                "admin routes are disabled: ADMIN_API_TOKEN is not configured", code="admin_disabled"
+                "admin routes are disabled: ADMIN_API_TOKEN is not configured", reason="admin_disabled"
             )
         if not _matches(request.headers.get("X-Admin-Token"), settings.admin_token):
-            raise Forbidden("this route needs a valid X-Admin-Token", code="admin_required")
+            raise Forbidden("this route needs a valid X-Admin-Token", reason="admin_required")
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

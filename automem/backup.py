@@ -134,7 +134,7 @@ def gzip_lines(records: Iterable[dict[str, Any]], flush_at: int = 1 << 16) -> It
 
 # --- reading ----------------------------------------------------------------------------------------
 def invalid(message: str) -> InvalidInput:
-    return InvalidInput(f"invalid backup archive: {message}", field="body", code="invalid_archive")
+    return InvalidInput(f"invalid backup archive: {message}", field="body", reason="invalid_archive")
 
 
 def archive_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:

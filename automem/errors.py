@@ -1,7 +1,13 @@
 """Exceptions and the one JSON error envelope.
 
-Every error response is `{"status": "error", "error": <message>, "code": <machine code>,
-"field": <field, when one is at fault>}`; `envelope()` is the only place that builds it.
+Every error response is AutoMem's envelope plus ours:
+
+    {"status": "error", "code": <HTTP status, int>, "message": <for humans>,
+     "error": <the same message>, "reason": <machine code, e.g. "invalid_input">,
+     "field": <the field at fault, when one is>}
+
+AutoMem's clients read `code` and `message`; ours read `reason` and `field`. `envelope()` is the
+only place that builds it.
 """
 
 from __future__ import annotations
@@ -13,66 +19,69 @@ class AutomemError(Exception):
     """Base of every error that maps to an HTTP response."""
 
     status = 500
-    code = "internal_error"
+    reason = "internal_error"
 
     def __init__(
         self,
         message: str,
         *,
         field: str | None = None,
-        code: str | None = None,
+        reason: str | None = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
-        if code:
-            self.code = code
+        if reason:
+            self.reason = reason
         self.extra = extra or {}
+
+    def body(self) -> dict[str, Any]:
+        return envelope(self.status, self.message, self.reason, self.field, **self.extra)
 
 
 class InvalidInput(AutomemError):
     status = 400
-    code = "invalid_input"
+    reason = "invalid_input"
 
 
 class Unauthorized(AutomemError):
     status = 401
-    code = "unauthorized"
+    reason = "unauthorized"
 
 
 class Forbidden(AutomemError):
     status = 403
-    code = "forbidden"
+    reason = "forbidden"
 
 
 class NotFound(AutomemError):
     status = 404
-    code = "not_found"
+    reason = "not_found"
 
 
 class Conflict(AutomemError):
     status = 409
-    code = "conflict"
+    reason = "conflict"
 
 
 class PayloadTooLarge(AutomemError):
     status = 413
-    code = "payload_too_large"
+    reason = "payload_too_large"
 
 
 class NotImplementedYet(AutomemError):
     """A route whose feature this process does not have (documented as such)."""
 
     status = 501
-    code = "not_implemented"
+    reason = "not_implemented"
 
 
 class StoreUnavailable(AutomemError):
     """The graph store (the source of truth) cannot be reached."""
 
     status = 503
-    code = "graph_unavailable"
+    reason = "graph_unavailable"
 
 
 class ConfigurationError(Exception):
@@ -87,8 +96,16 @@ class DimensionMismatch(ConfigurationError):
     """The vector collection's dimension differs from the embedding provider's."""
 
 
-def envelope(message: str, code: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"status": "error", "error": message, "code": code}
+def envelope(
+    status: int, message: str, reason: str, field: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "status": "error",
+        "code": status,
+        "message": message,
+        "error": message,
+        "reason": reason,
+    }
     if field:
         body["field"] = field
     body.update(extra)
@@ -97,4 +114,4 @@ def envelope(message: str, code: str, field: str | None = None, **extra: Any) ->
 
 class RateLimited(AutomemError):
     status = 429
-    code = "rate_limited"
+    reason = "rate_limited"

@@ -51,13 +51,13 @@ class IdempotencyStore:
             raise Conflict(
                 "this Idempotency-Key was used with a different request body",
                 field="Idempotency-Key",
-                code="idempotency_key_reused",
+                reason="idempotency_key_reused",
             )
         if stored.get("state") == _PENDING:
             raise Conflict(
                 "a request with this Idempotency-Key is still in progress",
                 field="Idempotency-Key",
-                code="idempotency_in_progress",
+                reason="idempotency_in_progress",
             )
         return Replay(int(stored["status"]), stored["body"])
 

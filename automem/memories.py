@@ -25,7 +25,7 @@ from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from automem.history import SYSTEM, Change, diff
 from automem.listing import listed_docs, tag_filter
 from automem.llm import LlmClient, LlmError
-from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate
+from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate, check_dimension
 from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
@@ -135,11 +135,7 @@ class MemoryService:
         return Prepared(props, embedding, method)
 
     def _checked_embedding(self, embedding: list[float] | None, field_prefix: str) -> list[float] | None:
-        if embedding is not None and len(embedding) != self.embedder.dimension:
-            raise InvalidInput(
-                f"embedding has {len(embedding)} dimensions; this service uses {self.embedder.dimension}",
-                field=f"{field_prefix}embedding",
-            )
+        check_dimension(embedding, self.embedder.dimension, f"{field_prefix}embedding")
         return embedding
 
     def create(
@@ -149,7 +145,8 @@ class MemoryService:
         prepared = self.prepare(body, tenant, change=change)
         outcome = self.graph.create_memories([prepared.row()])[0]
         if outcome.status == "conflict":
-            raise Conflict(f"a memory with id {prepared.id} already exists", field="id", code="duplicate_id")
+            message = f"a memory with id {prepared.id} already exists"
+            raise Conflict(message, field="id", reason="duplicate_id")
         if outcome.status == "duplicate":
             existing = self.graph.get_memory(str(outcome.existing_id))
             return 200, {
@@ -245,7 +242,7 @@ class MemoryService:
             raise Conflict(
                 f"memories[{n}].id: a memory with id {prepared[n].id} already exists",
                 field=f"memories[{n}].id",
-                code="duplicate_id",
+                reason="duplicate_id",
             )
 
     @staticmethod
@@ -418,7 +415,7 @@ class MemoryService:
                 raise NotFound(f"memory {memory_id} not found", field="id")
             if body.if_version is not None and latest.version != body.if_version:
                 raise _version_conflict(memory_id, latest.version, body.if_version)
-        raise Conflict("the memory kept changing during the update; retry", code="version_conflict")
+        raise Conflict("the memory kept changing during the update; retry", reason="version_conflict")
 
     def _changes(
         self, current: MemoryRecord, body: MemoryUpdate, given: set[str], embedding: list[float] | None
@@ -562,11 +559,11 @@ class MemoryService:
             if current is None:
                 raise NotFound(f"memory {memory_id} not found", field="id")
             if current.state != "deleted":
-                raise Conflict(f"memory {memory_id} is not deleted", field="id", code="not_deleted")
+                raise Conflict(f"memory {memory_id} is not deleted", field="id", reason="not_deleted")
             raise NotFound(
                 f"memory {memory_id} was deleted more than {self.settings.retention_days} days ago",
                 field="id",
-                code="not_recoverable",
+                reason="not_recoverable",
             )
         self._sync_quietly([memory_id])
         return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": memory_wire(doc)}
@@ -607,7 +604,7 @@ def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
     return Conflict(
         f"memory {memory_id} is at version {current}, not {expected}",
         field="if_version",
-        code="version_conflict",
+        reason="version_conflict",
         extra={"current_version": current},
     )
 

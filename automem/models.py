@@ -130,6 +130,15 @@ def at_most(value: int, limit: int, name: str) -> int:
     return value
 
 
+def check_dimension(embedding: list[float] | None, dimension: int, field: str = "embedding") -> None:
+    """400 for a client embedding of another size than the service's vectors. The wording is
+    AutoMem's ("exactly N values"): its clients parse N from it to adapt."""
+    if embedding is not None and len(embedding) != dimension:
+        raise InvalidInput(
+            f"Embedding must contain exactly {dimension} values (got {len(embedding)})", field=field
+        )
+
+
 def check_embedding(value: Any) -> list[float] | None:
     if value is None:
         return None

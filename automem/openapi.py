@@ -65,11 +65,13 @@ _IGNORED_METHODS = {"HEAD", "OPTIONS"}
 
 
 class ErrorEnvelope(BaseModel):
-    """Every error response."""
+    """Every error response: AutoMem's envelope (`status`, `code`, `message`) plus ours."""
 
     status: Literal["error"] = "error"
-    error: str = Field(description="a message for humans")
-    code: str = Field(description="a machine code, e.g. invalid_input, not_found, version_conflict")
+    code: int = Field(description="the HTTP status (AutoMem's `code`)")
+    message: str = Field(description="a message for humans")
+    error: str = Field(description="the same message (earlier clients of this service read it)")
+    reason: str = Field(description="a machine code, e.g. invalid_input, not_found, version_conflict")
     field: str | None = Field(default=None, description="the field at fault, when one is")
 
 

@@ -93,7 +93,7 @@ def restore_archive(
 def _restore_lock(svc: Services) -> Iterator[None]:
     token = secrets.token_hex(8)
     if not svc.queue_redis.set(LOCK, token, nx=True, ex=LOCK_SECONDS):
-        raise Conflict("another restore is running", code="restore_in_progress")
+        raise Conflict("another restore is running", reason="restore_in_progress")
     try:
         yield
     finally:
@@ -116,7 +116,7 @@ def _require_empty(svc: Services) -> None:
             f"the store is not empty (memories: {held['Memory']}, history events: {held['MemoryEvent']}, "
             f"vector points: {held['vectors']}); restore with mode=replace (automem restore --replace) "
             "to wipe it first",
-            code="store_not_empty",
+            reason="store_not_empty",
             extra={"counts": held},
         )
 
@@ -127,7 +127,7 @@ def _require_compatible(svc: Services, check: ArchiveCheck) -> None:
             f"the archive holds {check.dimension}-dimensional vectors; this service embeds with "
             f"{svc.embedder.label} ({svc.embedder.dimension} dimensions). Configure the archive's "
             "embedding model (EMBEDDING_PROVIDER / EMBEDDING_MODEL / VECTOR_SIZE) to restore it",
-            code="dimension_mismatch",
+            reason="dimension_mismatch",
             extra={"archive_dimension": check.dimension, "service_dimension": svc.embedder.dimension},
         )
 

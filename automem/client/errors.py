@@ -1,7 +1,8 @@
 """The SDK's exceptions: one tree that mirrors the service's error envelope.
 
-Every HTTP error becomes an `ApiError` carrying the envelope's `status`, `code`, `field` and
-message (`{"status": "error", "error": ..., "code": ..., "field": ...}`), as a subclass chosen by
+Every HTTP error becomes an `ApiError` carrying the envelope's HTTP status (`status`, the
+envelope's `code`), `message`, machine `reason` and `field` (`{"status": "error", "code": 400,
+"message": ..., "error": ..., "reason": "invalid_input", "field": ...}`), as a subclass chosen by
 the status, so callers catch exactly what they handle:
 
     AutomemClientError
@@ -47,7 +48,7 @@ class ApiError(AutomemClientError):
         message: str,
         *,
         status: int,
-        code: str | None = None,
+        reason: str | None = None,
         field: str | None = None,
         body: Any = None,
         request_id: str | None = None,
@@ -55,14 +56,14 @@ class ApiError(AutomemClientError):
         super().__init__(message)
         self.message = message
         self.status = status
-        self.code = code
+        self.reason = reason  # the envelope's machine code, e.g. "invalid_input"
         self.field = field
         self.body = body
         self.request_id = request_id
 
     def __str__(self) -> str:
         where = f", field {self.field}" if self.field else ""
-        return f"{self.status} {self.code or 'error'}{where}: {self.message}"
+        return f"{self.status} {self.reason or 'error'}{where}: {self.message}"
 
 
 class BadRequestError(ApiError):
@@ -128,14 +129,15 @@ def error_from_response(response: httpx.Response) -> ApiError:
         body: Any = response.json()
     except ValueError:
         body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        message, code, field = body["error"], body.get("code"), body.get("field")
+    said = body.get("message", body.get("error")) if isinstance(body, dict) else None
+    if isinstance(said, str):
+        message, reason, field = said, body.get("reason"), body.get("field")
     else:
-        message, code, field = (response.text[:200] or response.reason_phrase), None, None
+        message, reason, field = (response.text[:200] or response.reason_phrase), None, None
     cls = _BY_STATUS.get(status) or (ServerError if status >= 500 else ApiError)
     kwargs: dict[str, Any] = {
         "status": status,
-        "code": code,
+        "reason": reason,
         "field": field,
         "body": body,
         "request_id": response.headers.get("X-Request-ID"),

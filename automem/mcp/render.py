@@ -117,9 +117,9 @@ def too_long_message(length: int, limit: int) -> str:
 
 
 def refused_message(exc: ApiError) -> str:
-    """The service's own words, with the field at fault and the code the model can act on."""
+    """The service's own words, with the field at fault and the reason the model can act on."""
     where = f" (field {exc.field})" if exc.field else ""
-    return f"automem refused: {exc.message}{where} [{exc.status} {exc.code}]"
+    return f"automem refused: {exc.message}{where} [{exc.status} {exc.reason}]"
 
 
 def stored(result: StoreResult, length: int, soft: int) -> StoreOutput:

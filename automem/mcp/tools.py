@@ -84,7 +84,7 @@ async def _call(action: Callable[[], Awaitable[T]]) -> T | CallToolResult:
     except ApiError as exc:
         return error(
             render.refused_message(exc),
-            {"status": exc.status, "code": exc.code, "field": exc.field, "error": exc.message},
+            {"status": exc.status, "reason": exc.reason, "field": exc.field, "message": exc.message},
         )
     except AutomemClientError as exc:
         return error(f"automem is unreachable: {exc}", {"error": str(exc)})
@@ -365,7 +365,7 @@ async def delete_memory(
         message = f"Memory {memory_id} does not exist or is already deleted; nothing to do."
         return result(DeleteOutput(memory_id=memory_id, deleted=False, message=message), message)
     except ApiError as exc:
-        return error(f"automem refused: {exc.message} [{exc.status} {exc.code}]")
+        return error(render.refused_message(exc))
     except AutomemClientError as exc:
         return error(f"automem is unreachable: {exc}")
     days = f"; recoverable for {deleted.recoverable_days} days" if deleted.recoverable_days else ""

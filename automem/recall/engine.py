@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from automem.errors import InvalidInput
 from automem.listing import listed_docs
 from automem.memories import content_hash
+from automem.models import check_dimension
 from automem.recall.expansion import expand
 from automem.recall.fusion import (
     Candidate,
@@ -83,12 +83,7 @@ class RecallEngine:
     # --- the pipeline -------------------------------------------------------------------------
     def recall(self, q: RecallQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         timer = Timer()
-        if q.embedding is not None and len(q.embedding) != self.svc.embedder.dimension:
-            raise InvalidInput(
-                f"embedding has {len(q.embedding)} dimensions; this service uses "
-                f"{self.svc.embedder.dimension}",
-                field="embedding",
-            )
+        check_dimension(q.embedding, self.svc.embedder.dimension)
         flt = RecallFilter.build(
             tenant=tenant,
             now=now_iso(),

@@ -186,7 +186,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         except redis.exceptions.ResponseError as exc:
             if "timed out" in str(exc).lower():
                 raise StoreUnavailable(
-                    f"the graph query ran longer than {self.read_timeout_ms} ms", code="graph_timeout"
+                    f"the graph query ran longer than {self.read_timeout_ms} ms", reason="graph_timeout"
                 ) from exc
             raise
 

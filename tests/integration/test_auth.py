@@ -46,10 +46,13 @@ def test_every_route_rejects_missing_or_wrong_key(app: Flask, client: FlaskClien
         for headers in ({}, {"X-API-Key": "wrong"}, {"Authorization": "Bearer wrong"}):
             response = client.open(path, method=method, headers=headers, json={})
             assert response.status_code == 401, (method, path, headers)
-            assert response.get_json() == {
+            body = response.get_json()
+            assert body == {
                 "status": "error",
-                "code": "unauthorized",
-                "error": response.get_json()["error"],
+                "code": 401,
+                "message": body["message"],
+                "error": body["message"],
+                "reason": "unauthorized",
             }
 
 
@@ -89,7 +92,7 @@ def test_admin_disabled_without_admin_token(falkordb_server, redis_conn, tmp_pat
         response = app.test_client().delete(
             f"/memory/{uuid.uuid4()}?hard=true", headers={"X-API-Key": API_TOKEN, "X-Admin-Token": "x"}
         )
-        assert response.status_code == 403 and response.get_json()["code"] == "admin_disabled"
+        assert response.status_code == 403 and response.get_json()["reason"] == "admin_disabled"
     finally:
         stop_app(app)
 

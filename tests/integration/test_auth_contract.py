@@ -50,7 +50,7 @@ def test_admin_routes_reject_a_user_key(app: Flask, client: FlaskClient) -> None
             _path(rule), method=method, headers=user, json={} if method == "POST" else None
         )
         assert response.status_code == 403, (method, rule)
-        assert response.get_json()["code"] == "admin_required"
+        assert response.get_json()["reason"] == "admin_required"
         wrong_admin = client.open(
             _path(rule),
             method=method,

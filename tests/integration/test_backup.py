@@ -223,7 +223,7 @@ def test_restore_refuses_a_store_with_memories(
     before = snapshot(services)
     refused = _restore(api, archive)
     assert refused.status_code == 409
-    assert refused.get_json()["code"] == "store_not_empty" and refused.get_json()["counts"]["Memory"] == 7
+    assert refused.get_json()["reason"] == "store_not_empty" and refused.get_json()["counts"]["Memory"] == 7
     assert_same(before, snapshot(services))
     # mode=replace wipes first: a memory stored after the backup is gone afterwards.
     extra = _store(api, "Stored after the backup")
@@ -258,7 +258,7 @@ def test_bad_archives_leave_the_store_as_it_was(
     for name, payload in bad.items():
         response = _restore(api, payload, "?mode=replace")
         assert response.status_code == 400, (name, response.get_json())
-        assert response.get_json()["code"] == "invalid_archive", name
+        assert response.get_json()["reason"] == "invalid_archive", name
         assert response.get_json()["field"] == "body"
         assert_same(before, snapshot(services))
 
@@ -271,7 +271,7 @@ def test_a_restore_of_another_dimension_is_refused(
     memory = {**next(r for r in records if r["kind"] == "memory"), "embedding": [0.5] * 8}
     archive = _gzip([header, memory, {"kind": "end", "counts": {"memory": 1}}])
     response = _restore(api, archive, "?mode=replace")
-    assert response.status_code == 409 and response.get_json()["code"] == "dimension_mismatch"
+    assert response.status_code == 409 and response.get_json()["reason"] == "dimension_mismatch"
     assert response.get_json()["archive_dimension"] == 8
 
 
@@ -316,7 +316,7 @@ def test_the_restore_body_has_its_own_limit(small_body_settings: Settings) -> No
             update={"restore_max_bytes": 4096}
         )
         too_big = _restore(api, archive, "?mode=replace")
-        assert too_big.status_code == 413 and too_big.get_json()["code"] == "payload_too_large"
+        assert too_big.status_code == 413 and too_big.get_json()["reason"] == "payload_too_large"
         assert api.get("/memory/by-tag?tags=x").status_code == 200
     finally:
         stop_app(app)

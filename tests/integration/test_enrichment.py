@@ -336,7 +336,7 @@ def test_reprocess_requires_admin_and_validates(api: Api) -> None:
     assert api.post("/enrichment/reprocess", json={"all": True}).status_code == 403
     bad = api.post("/enrichment/reprocess", json={}, headers=ADMIN)
     assert bad.status_code == 400
-    assert bad.get_json()["code"] == "invalid_input"
+    assert bad.get_json()["reason"] == "invalid_input"
     bad_id = api.post("/enrichment/reprocess", json={"ids": ["nope"]}, headers=ADMIN)
     assert bad_id.status_code == 400
     assert bad_id.get_json()["field"] == "ids"

@@ -7,16 +7,14 @@ from typing import Any
 
 from automem.services import Services
 from tests.conftest import Api
+from tests.envelope import ENVELOPE_KEYS, envelope_problem
 
 
-def assert_envelope(response, status: int, code: str | None = None) -> None:  # type: ignore[no-untyped-def]
+def assert_envelope(response, status: int, reason: str | None = None) -> None:  # type: ignore[no-untyped-def]
     assert response.status_code == status
     body = response.get_json()
-    assert body["status"] == "error" and isinstance(body["error"], str) and body["error"]
-    assert isinstance(body["code"], str)
-    assert set(body) <= {"status", "error", "code", "field", "current_version"}
-    if code:
-        assert body["code"] == code
+    assert envelope_problem(status, body, reason) is None, body
+    assert set(body) <= ENVELOPE_KEYS | {"current_version"}
 
 
 def test_unknown_route_and_method(api: Api) -> None:

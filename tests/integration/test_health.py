@@ -61,6 +61,6 @@ def test_every_route_answers_503_when_the_graph_is_down(redis_conn: object, tmp_
         for response in calls:
             assert response.status_code == 503, response.get_json()
             assert response.get_json()["status"] in ("error", "degraded")
-        assert calls[0].get_json()["code"] == "graph_unavailable"
+        assert calls[0].get_json()["reason"] == "graph_unavailable"
     finally:
         stop_app(app)

@@ -90,7 +90,7 @@ def test_create_modify_delete_recover_with_actor_reason_and_values(api: Api) -> 
 def test_a_rejected_change_records_nothing(api: Api) -> None:
     memory_id = _store(api, "Versioned note")
     conflict = api.patch(f"/memory/{memory_id}", json={"importance": 0.9, "if_version": 7})
-    assert conflict.status_code == 409 and conflict.get_json()["code"] == "version_conflict"
+    assert conflict.status_code == 409 and conflict.get_json()["reason"] == "version_conflict"
     assert api.delete(f"/memory/{memory_id}?if_version=5").status_code == 409
     too_long = api.patch(f"/memory/{memory_id}", json={"importance": 0.9, "reason": "x" * 501})
     assert too_long.status_code == 400 and too_long.get_json()["field"] == "reason"

@@ -101,7 +101,7 @@ def test_duplicate_client_id_is_409(api: Api) -> None:
     store(api, content="one", id=memory_id)
     response = api.post("/memory", json={"content": "two", "id": memory_id})
     assert response.status_code == 409
-    assert response.get_json()["code"] == "duplicate_id"
+    assert response.get_json()["reason"] == "duplicate_id"
 
 
 def test_idempotency_key_replays_first_response(api: Api, services: Services) -> None:
@@ -112,7 +112,7 @@ def test_idempotency_key_replays_first_response(api: Api, services: Services) ->
     assert second.get_json() == first.get_json()
     assert second.headers.get("Idempotent-Replayed") == "true"
     other = api.post("/memory", json={"content": "another body"}, headers=headers)
-    assert other.status_code == 409 and other.get_json()["code"] == "idempotency_key_reused"
+    assert other.status_code == 409 and other.get_json()["reason"] == "idempotency_key_reused"
     assert services.graph.counts()["total"] == 1
 
 
@@ -165,7 +165,7 @@ def test_bad_create_is_400_with_field_and_writes_nothing(
     response = api.post("/memory", json=payload)
     assert response.status_code == 400, response.get_json()
     body = response.get_json()
-    assert body["status"] == "error" and body["code"] == "invalid_input"
+    assert body["status"] == "error" and body["reason"] == "invalid_input"
     assert body["field"] == field and body["error"]
     assert services.graph.counts()["total"] == 0
 
@@ -184,7 +184,7 @@ def test_body_over_limit_is_413(api: Api, services: Services) -> None:
     huge = json.dumps({"content": "x", "metadata": {"pad": "y" * (1_100_000)}})
     response = api.post("/memory", data=huge, content_type="application/json")
     assert response.status_code == 413
-    assert response.get_json()["code"] == "payload_too_large"
+    assert response.get_json()["reason"] == "payload_too_large"
     assert services.graph.counts()["total"] == 0
 
 
@@ -296,7 +296,7 @@ def test_patch_if_version_conflict(api: Api) -> None:
     assert api.patch(f"/memory/{memory_id}", json={"importance": 0.1, "if_version": 1}).status_code == 200
     stale = api.patch(f"/memory/{memory_id}", json={"importance": 0.2, "if_version": 1})
     assert stale.status_code == 409
-    assert stale.get_json()["code"] == "version_conflict" and stale.get_json()["current_version"] == 2
+    assert stale.get_json()["reason"] == "version_conflict" and stale.get_json()["current_version"] == 2
 
 
 @pytest.mark.parametrize(
@@ -344,7 +344,7 @@ def test_hard_delete_needs_admin(api: Api, services: Services, jobs: Any) -> Non
     memory_id = store(api, content="purge me")["memory_id"]
     jobs()
     refused = api.delete(f"/memory/{memory_id}?hard=true")
-    assert refused.status_code == 403 and refused.get_json()["code"] == "admin_required"
+    assert refused.status_code == 403 and refused.get_json()["reason"] == "admin_required"
     purged = api.delete(f"/memory/{memory_id}?hard=true", headers={"X-Admin-Token": ADMIN_TOKEN})
     assert purged.status_code == 200
     assert services.graph.get_memory(memory_id, include_deleted=True) is None

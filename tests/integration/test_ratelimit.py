@@ -36,7 +36,7 @@ def test_writes_beyond_the_limit_get_429_with_retry_after(limited: Flask) -> Non
     codes = [api.post("/memory", json={"content": f"note {n}"}).status_code for n in range(4)]
     assert codes == [201, 201, 201, 429]
     refused = api.post("/memory", json={"content": "one more"})
-    assert refused.get_json()["code"] == "rate_limited"
+    assert refused.get_json()["reason"] == "rate_limited"
     assert refused.get_json()["status"] == "error"
     assert 1 <= int(refused.headers["Retry-After"]) <= 61
     # Reads are not limited, and nothing was written by the refused requests.

@@ -35,7 +35,7 @@ def test_recover_brings_a_deleted_memory_back(api: Api, services: Services, jobs
 def test_recover_errors(api: Api, services: Services) -> None:
     memory_id = _store(api, "Still here")
     not_deleted = api.post(f"/memory/{memory_id}/recover")
-    assert not_deleted.status_code == 409 and not_deleted.get_json()["code"] == "not_deleted"
+    assert not_deleted.status_code == 409 and not_deleted.get_json()["reason"] == "not_deleted"
     assert api.post(f"/memory/{uuid.uuid4()}/recover").status_code == 404
     assert api.post("/memory/nope/recover").status_code == 400
     api.delete(f"/memory/{memory_id}")
@@ -43,7 +43,7 @@ def test_recover_errors(api: Api, services: Services) -> None:
         "MATCH (m:Memory {id: $id}) SET m.deleted_at = '2000-01-01T00:00:00.000000+00:00'", {"id": memory_id}
     )
     expired = api.post(f"/memory/{memory_id}/recover")
-    assert expired.status_code == 404 and expired.get_json()["code"] == "not_recoverable"
+    assert expired.status_code == 404 and expired.get_json()["reason"] == "not_recoverable"
 
 
 def test_recover_after_the_content_was_stored_again(api: Api) -> None:

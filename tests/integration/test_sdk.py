@@ -124,7 +124,7 @@ def test_sync_client_memories_and_recall(base_url: str, jobs: Any) -> None:  # n
         assert updated.metadata == {**memory.metadata, "reviewed": True}
         with pytest.raises(ConflictError) as conflict:
             mem.update(stored.memory_id, importance=0.1, if_version=memory.version)
-        assert (conflict.value.code, conflict.value.field) == ("version_conflict", "if_version")
+        assert (conflict.value.reason, conflict.value.field) == ("version_conflict", "if_version")
 
         found = mem.recall("database ACID transactions", tags=["project"], limit=5)
         assert isinstance(found, RecallResponse)
@@ -158,7 +158,7 @@ def test_sync_client_memories_and_recall(base_url: str, jobs: Any) -> None:  # n
         assert gone.deleted == "soft"
         with pytest.raises(NotFoundError) as missing:
             mem.get(other)
-        assert missing.value.status == 404 and missing.value.code == "not_found"
+        assert missing.value.status == 404 and missing.value.reason == "not_found"
         assert mem.recover(other).recovered is True
         preview = mem.delete_by_tag(["ci"])
         assert preview.preview and preview.count == 1 and preview.confirm_token
@@ -194,7 +194,8 @@ def test_sync_client_errors(base_url: str) -> None:  # noqa: F811
     with AutomemClient(base_url, API_TOKEN) as mem:
         with pytest.raises(BadRequestError) as empty:
             mem.store("   ")
-        assert (empty.value.status, empty.value.code, empty.value.field) == (400, "invalid_input", "content")
+        refused = (empty.value.status, empty.value.reason, empty.value.field)
+        assert refused == (400, "invalid_input", "content")
         with pytest.raises(BadRequestError, match="the limit is 2000") as long:
             mem.store("x" * 2001)
         assert long.value.field == "content"
@@ -205,12 +206,12 @@ def test_sync_client_errors(base_url: str) -> None:  # noqa: F811
             mem.update(str(uuid.uuid4()), importance=0.5)
         with pytest.raises(PermissionDeniedError) as admin:
             mem.jobs()
-        assert admin.value.code == "admin_required"
+        assert admin.value.reason == "admin_required"
         assert admin.value.request_id
     with AutomemClient(base_url) as anonymous:
         with pytest.raises(AuthenticationError) as unauthorized:
             anonymous.recall("x")
-        assert unauthorized.value.code == "unauthorized"
+        assert unauthorized.value.reason == "unauthorized"
         assert anonymous.health().status == "healthy"
 
 
@@ -233,7 +234,7 @@ def test_sync_client_history_backup_and_restore(base_url: str, tmp_path: Path) -
         assert mem.backup(archive) > 0
         with pytest.raises(ApiError) as refused:
             mem.restore(archive)  # the store is not empty
-        assert (refused.value.status, refused.value.code) == (409, "store_not_empty")
+        assert (refused.value.status, refused.value.reason) == (409, "store_not_empty")
         restored = mem.restore(archive, mode="replace")
         assert isinstance(restored, RestoreResult)
         assert restored.model_extra["restored"]["memories"] == 1

@@ -85,7 +85,9 @@ class FlakyServer:
                     time.sleep(step[1])
                     step = (200, {"status": "success"})
                 if isinstance(step, int):
-                    step = (step, {"status": "error", "error": f"scripted {step}", "code": f"http_{step}"})
+                    message = f"scripted {step}"
+                    body = {"status": "error", "code": step, "message": message, "error": message}
+                    step = (step, {**body, "reason": f"http_{step}"})
                 status, payload, *rest = step
                 headers = rest[0] if rest else {}
                 data = json.dumps(payload).encode()

@@ -20,6 +20,7 @@ from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 
 from automem.stores.queue import QUEUE_NAMES
+from tests.envelope import envelope_problem
 from tests.stack import TOKEN, Service, kill9, wait_until
 from tests.stubs.openai_stub import OpenAIStub
 
@@ -74,12 +75,12 @@ class WriteStream(threading.Thread):
         self.http.close()
 
 
-def _is_envelope(response: httpx.Response, code: str) -> bool:
+def _is_envelope(response: httpx.Response, reason: str) -> bool:
     try:
         body = response.json()
     except ValueError:
         return False
-    return body.get("status") == "error" and body.get("code") == code and bool(body.get("error"))
+    return envelope_problem(response.status_code, body, reason) is None
 
 
 def assert_all_present(svc: Service, stream: WriteStream) -> dict[str, Any]:

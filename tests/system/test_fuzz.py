@@ -40,6 +40,7 @@ from automem.app import create_app, stop_app
 from automem.services import Services
 from automem.settings import Settings
 from tests.conftest import ADMIN_TOKEN, API_TOKEN
+from tests.envelope import envelope_problem
 
 pytestmark = pytest.mark.fuzz
 
@@ -84,13 +85,7 @@ def _check_envelope(response: Any) -> str | None:
         body = json.loads(response.content)
     except ValueError:
         return f"{response.status_code} body is not JSON: {response.content[:200]!r}"
-    if not isinstance(body, dict) or body.get("status") != "error":
-        return f"{response.status_code} body is not the envelope: {body}"
-    if not isinstance(body.get("error"), str) or not body["error"] or not isinstance(body.get("code"), str):
-        return f"{response.status_code} envelope lacks error/code: {body}"
-    if "field" in body and not isinstance(body["field"], str):
-        return f"{response.status_code} envelope field is not a string: {body}"
-    return None
+    return envelope_problem(response.status_code, body)
 
 
 @schemathesis.serializer("application/gzip")

@@ -157,7 +157,7 @@ def test_the_children_die_with_a_killed_supervisor(stack: Callable[..., Service]
     assert len(_roles(svc)) >= 4
     svc.process.kill()
     svc.process.wait(10)
-    wait_until(lambda: not session_processes(svc.process.pid), 30, "children outlived the supervisor")
+    wait_until(lambda: not session_processes(svc.process.pid), 60, "children outlived the supervisor")
 
 
 def _automem_script() -> list[str]:

@@ -21,7 +21,7 @@ def test_a_slow_read_query_is_aborted_and_reported_as_unavailable(falkordb_serve
         with pytest.raises(StoreUnavailable) as caught:
             # A cross product of 4e8 pairs, no join to plan: far longer than 50 ms.
             store._ro("MATCH (a:Probe), (b:Probe) WHERE a.v < b.v RETURN count(*)")
-        assert caught.value.code == "graph_timeout" and caught.value.status == 503
+        assert caught.value.reason == "graph_timeout" and caught.value.status == 503
         connection = store.db.connection.connection_pool.connection_kwargs
         assert connection["socket_timeout"] == pytest.approx(5.05)
     finally:

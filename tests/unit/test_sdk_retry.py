@@ -57,12 +57,16 @@ def test_default_policy_sleeps_half_one_and_two_seconds_then_gives_up() -> None:
     ("answer", "error", "code"),
     [
         (
-            (400, {"status": "error", "error": "bad", "code": "invalid_input", "field": "tags"}),
+            (
+                400,
+                {"status": "error", "code": 400, "message": "bad", "reason": "invalid_input", "field": "tags"},  # noqa: E501
+            ),
             BadRequestError,
             400,
         ),
         (
-            (429, {"status": "error", "error": "slow down", "code": "rate_limited"}, {"Retry-After": "7"}),
+            # An older server's envelope (`error`, no `message`) is read too.
+            (429, {"status": "error", "error": "slow down", "reason": "rate_limited"}, {"Retry-After": "7"}),
             RateLimitError,
             429,
         ),
@@ -78,7 +82,10 @@ def test_4xx_and_501_are_not_retried(answer: object, error: type[Exception], cod
     if isinstance(raised.value, RateLimitError):
         assert raised.value.retry_after == 7.0
     if isinstance(raised.value, BadRequestError):
-        assert raised.value.field == "tags"
+        assert raised.value.field == "tags" and raised.value.reason == "invalid_input"
+        assert raised.value.message == "bad"
+    if isinstance(raised.value, RateLimitError):
+        assert raised.value.message == "slow down" and raised.value.reason == "rate_limited"
 
 
 def test_a_non_envelope_error_body_still_maps_by_status() -> None:
@@ -88,7 +95,7 @@ def test_a_non_envelope_error_body_still_maps_by_status() -> None:
         pytest.raises(ServiceUnavailableError) as raised,
     ):
         mem.analyze()
-    assert raised.value.code is None and "bad gateway" in raised.value.message
+    assert raised.value.reason is None and "bad gateway" in raised.value.message
 
 
 def test_health_503_is_a_report_not_an_error_and_is_not_retried() -> None:
