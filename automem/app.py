@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -61,6 +62,7 @@ def create_app(
 def _register_hooks(app: Flask, settings: Settings) -> None:
     @app.before_request
     def _request_context() -> None:
+        g.started = time.perf_counter()
         g.request_id = _request_id(request.headers.get("X-Request-ID"))
         check_api_key(settings)
         check_query_text()

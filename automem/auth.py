@@ -1,7 +1,10 @@
 """API-key and admin-token checks.
 
 The API token is read from `X-API-Key`, `Authorization: Bearer`, or `?api_key=` (when allowed)
-and compared in constant time. Admin routes additionally need `X-Admin-Token`.
+and compared in constant time. Admin routes additionally need the admin token, read as AutoMem
+reads it: `X-Admin-Token`, `X-Admin-Api-Key`, or `?admin_token=` (when query tokens are allowed).
+As AutoMem, a missing or wrong admin token is a 401 and an unconfigured one a 403; and
+GET /backup takes the admin token alone.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
 PUBLIC_PATHS = ("/health", "/metrics")
+# Routes AutoMem serves on the admin token alone (its API-key check skips them).
+ADMIN_ONLY_PATHS = ("/backup",)
 
 
 def _matches(given: str | None, expected: str) -> bool:
@@ -40,6 +45,18 @@ def presented_token(settings: Settings) -> str | None:
     return None
 
 
+def presented_admin_token(settings: Settings) -> str | None:
+    for header in ("X-Admin-Token", "X-Admin-Api-Key"):
+        value = request.headers.get(header)
+        if value:
+            return value.strip()
+    return request.args.get("admin_token") if settings.allow_query_token else None
+
+
+def is_admin(settings: Settings) -> bool:
+    return bool(settings.admin_token) and _matches(presented_admin_token(settings), str(settings.admin_token))
+
+
 def is_public(path: str, settings: Settings | None = None) -> bool:
     """/health always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
     public: tuple[str, ...] = PUBLIC_PATHS
@@ -51,6 +68,8 @@ def is_public(path: str, settings: Settings | None = None) -> bool:
 def check_api_key(settings: Settings) -> None:
     """Before every request: 401 unless the route is public or the token matches."""
     if request.method == "OPTIONS" or is_public(request.path, settings) or not settings.api_token:
+        return
+    if request.path in ADMIN_ONLY_PATHS and is_admin(settings):
         return
     if not _matches(presented_token(settings), settings.api_token):
         raise Unauthorized("missing or invalid API token (send X-API-Key or Authorization: Bearer)")
@@ -64,8 +83,9 @@ def require_admin(view: F) -> F:
             raise Forbidden(
                 "admin routes are disabled: ADMIN_API_TOKEN is not configured", reason="admin_disabled"
             )
-        if not _matches(request.headers.get("X-Admin-Token"), settings.admin_token):
-            raise Forbidden("this route needs a valid X-Admin-Token", reason="admin_required")
+        if not is_admin(settings):
+            message = "Admin authorization required: send a valid X-Admin-Token"
+            raise Unauthorized(message, reason="admin_required")
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -148,33 +148,33 @@ class MemoryService:
             message = f"a memory with id {prepared.id} already exists"
             raise Conflict(message, field="id", reason="duplicate_id")
         if outcome.status == "duplicate":
-            existing = self.graph.get_memory(str(outcome.existing_id))
-            return 200, {
-                "status": "success",
-                "deduplicated": True,
-                "memory_id": outcome.existing_id,
-                "type": existing.type if existing else None,
-                "confidence": existing.confidence if existing else None,
-                "memory": memory_wire(existing) if existing else None,
-            }
+            return 201, self._deduplicated(str(outcome.existing_id))
         statuses = self._after_create([prepared])[prepared.id]
-        props = prepared.props
+        record = MemoryRecord.from_props(prepared.props)
         return 201, {
-            "status": "success",
-            "memory_id": prepared.id,
-            "type": props["type"],
-            "confidence": props["confidence"],
+            **_stored_fields(record),
             "classification": prepared.classification_method,
-            "tags": props["tags"],
-            "tag_prefixes": props["tag_prefixes"],
-            "importance": props["importance"],
-            "timestamp": props["timestamp"],
-            "stored_at": props["created_at"],
-            "version": 1,
             "deduplicated": False,
             "embedding": statuses["embedding"],
             "enrichment": statuses["enrichment"],
+            # AutoMem's names for where the vector stands.
+            "qdrant": "stored" if prepared.embedding is not None else "queued",
+            "embedding_status": "provided" if prepared.embedding is not None else statuses["embedding"],
             **summarized,
+        }
+
+    def _deduplicated(self, existing_id: str) -> dict[str, Any]:
+        """Identical content is already stored in this scope: its id, with 201 as AutoMem answers
+        every store (AutoMem stores a second copy; this service points at the first)."""
+        existing = self.graph.get_memory(existing_id)
+        if existing is None:  # deleted between the write and this read
+            return {"status": "success", "deduplicated": True, "memory_id": existing_id, "memory": None}
+        return {
+            **_stored_fields(existing),
+            "deduplicated": True,
+            "embedding_status": "skipped",
+            "qdrant": "stored" if existing.embedded else "queued",
+            "memory": memory_wire(existing),
         }
 
     def _summarized(self, body: MemoryCreate) -> tuple[MemoryCreate, dict[str, Any]]:
@@ -353,7 +353,6 @@ class MemoryService:
             "count": len(items),
             "has_more": has_more,
             "memories": items,
-            "results": items,
         }
 
     def _by_tag_from_index(
@@ -491,51 +490,42 @@ class MemoryService:
     def delete_by_tag(
         self,
         query: ByTagQuery,
-        confirm: str | None,
+        *,
+        preview: bool = False,
+        hard: bool = False,
         tenant: str = DEFAULT_TENANT,
         change: Change = SYSTEM,
     ) -> dict[str, Any]:
-        """Two steps: without `confirm`, a preview (count, a sample, a confirm token bound to this
-        exact selection for CONFIRM_TTL seconds); with the token, the soft delete of every memory
-        the selection then holds. A token is used once."""
+        """AutoMem's bulk delete of every memory under the tags, as a soft delete (each one
+        recoverable for RETENTION_DAYS, like DELETE /memory/<id>); `hard` (the route asks for the
+        admin token) purges them at once. `preview` only counts and samples the selection."""
         tags = self._selection_tags(query)
-        selection = f"{tenant}|{query.tag_mode}|{query.tag_match}|{','.join(sorted(tags))}"
-        if confirm is None:
-            count, sample = self.graph.ids_by_tag(
-                tags, tenant=tenant, mode=query.tag_mode, match=query.tag_match, limit=10
+
+        def selection(limit: int) -> tuple[int, list[str]]:
+            return self.graph.ids_by_tag(
+                tags, tenant=tenant, mode=query.tag_mode, match=query.tag_match, limit=limit
             )
-            token = self._confirmations().issue(selection)
-            return {
-                "status": "success",
-                "preview": True,
-                "count": count,
-                "sample_ids": sample,
-                "confirm_token": token,
-                "expires_in": CONFIRM_TTL,
-                "message": f"{count} memories would be deleted; repeat with confirm=<token> to delete them",
-            }
-        if not self._confirmations().redeem(confirm, selection):
-            raise InvalidInput(
-                "confirm token unknown, expired, used, or issued for another selection", field="confirm"
-            )
+
+        if preview:
+            count, sample = selection(10)
+            return {"status": "success", "preview": True, "tags": tags, "count": count, "sample_ids": sample}
         deleted: list[str] = []
         while True:
-            _, ids = self.graph.ids_by_tag(
-                tags, tenant=tenant, mode=query.tag_mode, match=query.tag_match, limit=500
-            )
-            if not ids:
-                break
+            _, ids = selection(500)
             now = now_iso()
-            done = self.graph.soft_delete_many(ids, now, change.event("deleted", now))
-            deleted += done
+            done = self.graph.soft_delete_many(ids, now, change.event("deleted", now)) if ids else []
+            if hard and done:
+                self.graph.purge_many(done, change.event("purged", now))
             self._sync_quietly(done)
+            deleted += done
             if not done:
                 break
         return {
             "status": "success",
-            "preview": False,
-            "deleted": len(deleted),
-            "recoverable_days": self.settings.retention_days,
+            "tags": tags,
+            "deleted_count": len(deleted),
+            "deleted": "hard" if hard else "soft",
+            "recoverable_days": 0 if hard else self.settings.retention_days,
         }
 
     def _selection_tags(self, query: ByTagQuery) -> list[str]:
@@ -544,11 +534,6 @@ class MemoryService:
         if not tags:
             raise InvalidInput("tags: at least one tag is required", field="tags")
         return tags
-
-    def _confirmations(self) -> Confirmations:
-        if self.jobs is None:
-            raise StoreUnavailable("confirmations need Redis")
-        return Confirmations(self.jobs.connection)
 
     def recover(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
         """Bring back a memory deleted within RETENTION_DAYS."""
@@ -578,26 +563,6 @@ class MemoryService:
             "deleted": "hard",
             "message": f"Memory {memory_id} purged",
         }
-
-
-CONFIRM_TTL = 300
-
-
-class Confirmations:
-    """Single-use confirm tokens for destructive bulk operations, kept in Redis."""
-
-    def __init__(self, connection: redis.Redis) -> None:
-        self.connection = connection
-
-    def issue(self, selection: str) -> str:
-        token = uuid.uuid4().hex
-        self.connection.set(f"automem:confirm:{token}", selection, ex=CONFIRM_TTL)
-        return token
-
-    def redeem(self, token: str, selection: str) -> bool:
-        stored = self.connection.getdel(f"automem:confirm:{token}")
-        value = stored.decode() if isinstance(stored, bytes) else stored
-        return value == selection
 
 
 def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
@@ -644,18 +609,29 @@ def _batch_item(outcome: CreateOutcome, statuses: dict[str, str]) -> dict[str, A
     }
 
 
-def _listing_item(doc: MemoryRecord) -> dict[str, Any]:
-    """The recall result shape, for listings where the score is the importance."""
-    memory = memory_wire(doc)
+def _stored_fields(record: MemoryRecord) -> dict[str, Any]:
+    """What a store answers about the memory now stored: AutoMem's fields (memory_id, stored_at,
+    type, confidence, metadata, timestamp, updated_at, last_accessed) and ours."""
     return {
-        "id": doc.id,
-        "memory": memory,
-        "score": memory["importance"],
-        "score_components": {"importance": memory["importance"]},
-        "channels": ["listing"],
-        "relations": [],
-        "match_type": "tag",
+        "status": "success",
+        "memory_id": record.id,
+        "stored_at": record.created_at,
+        "type": record.type,
+        "confidence": record.confidence,
+        "tags": record.tags,
+        "tag_prefixes": record.tag_prefixes,
+        "importance": record.importance,
+        "metadata": record.metadata,
+        "timestamp": record.timestamp,
+        "updated_at": record.updated_at,
+        "last_accessed": record.last_accessed,
+        "version": record.version,
     }
+
+
+def _listing_item(doc: MemoryRecord) -> dict[str, Any]:
+    """A listed memory: AutoMem's flat memory object, scored by its importance."""
+    return {**memory_wire(doc), "score": doc.importance, "match_type": "tag"}
 
 
 def _tree(rows: list[tuple[str, int]]) -> list[dict[str, Any]]:

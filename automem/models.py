@@ -124,6 +124,18 @@ def check_tags(value: Any, settings: Settings) -> list[str]:
     return tags
 
 
+def clamp_int(value: Any, low: int, high: int, default: int) -> int:
+    """AutoMem's reading of a numeric parameter: out of range is clamped into it, and a value that
+    is not a number is the default (AutoMem answers, it does not refuse)."""
+    if isinstance(value, bool):
+        return default
+    try:
+        number = int(float(value)) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return max(low, min(high, number))
+
+
 def at_most(value: int, limit: int, name: str) -> int:
     if value > limit:
         raise ValueError(f"{name} must be at most {limit}")
@@ -291,8 +303,14 @@ MAX_OFFSET = 1_000_000_000
 
 class ByTagQuery(_Body):
     tags: list[str]
-    limit: int = Field(50, ge=1)
-    offset: int = Field(0, ge=0, le=MAX_OFFSET)
+    # As AutoMem: out-of-range values are clamped (limit to 1..BY_TAG_MAX_LIMIT), not refused.
+    limit: Annotated[
+        int,
+        WithJsonSchema({"type": "integer", "default": 50, "description": "clamped to 1..BY_TAG_MAX_LIMIT"}),
+    ] = 50
+    offset: Annotated[
+        int, WithJsonSchema({"type": "integer", "default": 0, "description": f"clamped to 0..{MAX_OFFSET}"})
+    ] = 0
     tag_mode: Literal["any", "all"] = "any"
     tag_match: Literal["prefix", "exact"] = "prefix"
 
@@ -304,10 +322,15 @@ class ByTagQuery(_Body):
             raise ValueError("at least one tag is required")
         return tags
 
-    @field_validator("limit")
+    @field_validator("limit", mode="before")
     @classmethod
-    def _limit(cls, value: int, info: ValidationInfo) -> int:
-        return at_most(value, _settings(info).by_tag_max_limit, "limit")
+    def _limit(cls, value: Any, info: ValidationInfo) -> int:
+        return clamp_int(value, 1, _settings(info).by_tag_max_limit, 50)
+
+    @field_validator("offset", mode="before")
+    @classmethod
+    def _offset(cls, value: Any) -> int:
+        return clamp_int(value, 0, MAX_OFFSET, 0)
 
 
 class TagsQuery(_Body):

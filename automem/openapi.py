@@ -101,7 +101,8 @@ class ReasonQuery(BaseModel):
 
 
 class DeleteByTagQuery(ByTagQuery):
-    confirm: str | None = Field(default=None, description="the confirm token of a preview")
+    preview: bool = Field(default=False, description="only count and sample what would be deleted")
+    hard: bool = Field(default=False, description="purge at once instead of a soft delete (admin token)")
     reason: str | None = Field(default=None, description="why: recorded in each memory's history")
 
 
@@ -129,10 +130,9 @@ class Operation:
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/memory"): Operation(
-        "Store a memory (200: identical content already stored)",
+        "Store a memory (identical content already stored: its id, with deduplicated: true)",
         body=MemoryCreate,
         success=201,
-        also=(200,),
         response=StoreResult,
     ),
     ("POST", "/memory/batch"): Operation(
@@ -208,9 +208,8 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         "Recover a deleted memory", query=ReasonQuery, response=RecoverResult
     ),
     ("DELETE", "/memory/by-tag"): Operation(
-        "Delete memories under tags: preview with a confirm token, then confirm",
+        "Delete memories under tags (soft; ?hard=true with the admin token purges)",
         query=DeleteByTagQuery,
-        admin=True,
         response=DeleteByTagResult,
     ),
     ("GET", "/startup-recall"): Operation(

@@ -48,18 +48,26 @@ class Memory(_Model):
 
 
 class StoreResult(Success):
-    """POST /memory: 201 for a new memory, 200 with `deduplicated: true` for identical content."""
+    """POST /memory: 201, for a new memory or (`deduplicated: true`) identical content already
+    stored. AutoMem's fields (memory_id, stored_at, type, confidence, qdrant, embedding_status,
+    enrichment, metadata, timestamp, updated_at, last_accessed, query_time_ms) and ours."""
 
     memory_id: str
     type: str | None = None
     confidence: float | None = None
+    stored_at: str | None = None
+    qdrant: str | None = Field(None, description="AutoMem's: stored | queued")
+    embedding_status: str | None = Field(None, description="AutoMem's: provided | queued | pending | skipped")
+    metadata: dict[str, Any] = {}
+    updated_at: str | None = None
+    last_accessed: str | None = None
+    query_time_ms: float | None = None
     deduplicated: bool = False
     embedding: str | None = Field(None, description="stored | queued | pending (absent when deduplicated)")
     enrichment: str | None = Field(None, description="queued | pending | disabled")
     tags: list[str] = []
     importance: float | None = None
     timestamp: str | None = None
-    stored_at: str | None = None
     version: int | None = None
     summarized: bool | None = None
     original_length: int | None = None
@@ -77,13 +85,17 @@ class BatchItem(_Model):
 
 
 class BatchResult(Success):
-    """POST /memory/batch."""
+    """POST /memory/batch: AutoMem's `stored`, `memory_ids`, `qdrant`, `enrichment`,
+    `query_time_ms`, and our per-item `results`."""
 
     stored: int
     created: int
     duplicates: int
     results: list[BatchItem]
     memory_ids: list[str]
+    qdrant: str | None = Field(None, description='AutoMem\'s: "stored (N)", "stored (N), queued (M)" or "queued"')
+    enrichment: str | None = None
+    query_time_ms: float | None = None
 
 
 class MemoryResult(Success):
@@ -109,15 +121,16 @@ class RecoverResult(Success):
 
 
 class DeleteByTagResult(Success):
-    """DELETE /memory/by-tag: a preview (with `confirm_token`) or, confirmed, the deletion."""
+    """DELETE /memory/by-tag: the deletion (AutoMem's `tags` and `deleted_count`), or with
+    `?preview=true` the count and a sample of what it would delete."""
 
-    preview: bool
+    tags: list[str] = []
+    deleted_count: int | None = None
+    deleted: Literal["soft", "hard"] | None = None
+    recoverable_days: int | None = None
+    preview: bool = False
     count: int | None = None
     sample_ids: list[str] = []
-    confirm_token: str | None = None
-    expires_in: int | None = None
-    deleted: int | None = None
-    recoverable_days: int | None = None
 
 
 # --- recall and listings ---------------------------------------------------------------------------
@@ -167,6 +180,13 @@ class RecallResponse(Success):
     timings_ms: dict[str, float] = {}
 
 
+class ListedMemory(Memory):
+    """A memory in a listing (GET /memory/by-tag): AutoMem's flat memory object, with its score."""
+
+    score: float | None = Field(None, description="the memory's importance (listings rank by it)")
+    match_type: str | None = None
+
+
 class ByTagResponse(Success):
     """GET /memory/by-tag."""
 
@@ -177,7 +197,7 @@ class ByTagResponse(Success):
     offset: int
     count: int
     has_more: bool
-    memories: list[RecallResult]
+    memories: list[ListedMemory]
 
 
 class TagNode(_Model):

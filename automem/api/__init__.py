@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import Response, current_app, jsonify, request
+from flask import Response, current_app, g, jsonify, request
 from werkzeug.exceptions import BadRequest
 
 from automem.auth import presented_token
@@ -100,6 +101,12 @@ def change(admin: bool = False, reason_arg: str | None = None) -> Change:
 
 def respond(body: dict[str, Any], status: int = 200) -> tuple[Response, int]:
     return jsonify(body), status
+
+
+def elapsed_ms() -> float:
+    """Milliseconds since this request began: AutoMem's `query_time_ms`."""
+    started = g.get("started")
+    return round((time.perf_counter() - started) * 1000, 3) if started is not None else 0.0
 
 
 def idempotent(view: F) -> F:

@@ -6,7 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from automem.api import change, idempotent, json_body, respond, services
+from automem.api import change, elapsed_ms, idempotent, json_body, respond, services
 from automem.auth import require_admin
 from automem.errors import InvalidInput
 from automem.history import memory_history
@@ -21,7 +21,7 @@ def create_memory() -> tuple[Response, int]:
     svc = services()
     body = parse(MemoryCreate, json_body(), svc.settings)
     status, payload = svc.memories.create(body, change=change())
-    return respond(payload, status)
+    return respond({**payload, "query_time_ms": elapsed_ms()}, status)
 
 
 @bp.post("/memory/batch")
@@ -41,6 +41,10 @@ def create_batch() -> tuple[Response, int]:
         "duplicates": sum(1 for r in results if r["status"] == "duplicate"),
         "results": results,
         "memory_ids": [r["id"] for r in results],
+        # AutoMem's summary of where the vectors and the enrichment stand.
+        "qdrant": _batch_vectors(results),
+        "enrichment": results[0].get("enrichment", "queued") if created else "none",
+        "query_time_ms": elapsed_ms(),
     }
     return respond(body, 201)
 
@@ -97,3 +101,12 @@ def _int_arg(name: str) -> int | None:
         return int(raw)
     except ValueError as exc:
         raise InvalidInput(f"{name} must be an integer", field=name) from exc
+
+
+def _batch_vectors(results: list[dict[str, Any]]) -> str:
+    """AutoMem's `qdrant` summary of a batch: "stored (N)", "stored (N), queued (M)" or "queued"."""
+    stored = sum(1 for r in results if r.get("embedding") == "stored")
+    queued = sum(1 for r in results if r["status"] == "created" and r.get("embedding") != "stored")
+    if stored and queued:
+        return f"stored ({stored}), queued ({queued})"
+    return f"stored ({stored})" if stored else "queued"

@@ -30,12 +30,23 @@ def by_tag() -> tuple[Response, int]:
 
 
 @bp.delete("/memory/by-tag")
-@require_admin
 def delete_by_tag() -> tuple[Response, int]:
-    """Preview (count and a confirm token), then delete with `confirm=<token>` (admin)."""
-    confirm = request.args.get("confirm")
+    """Soft-delete every memory under the tags (AutoMem's bulk delete, with the API key);
+    `?preview=true` only counts; `?hard=true` purges at once and needs the admin token."""
+    if _flag("hard"):
+        return _purge_by_tag()
+    who = change(reason_arg="reason")
+    return respond(services().memories.delete_by_tag(_by_tag_query(), preview=_flag("preview"), change=who))
+
+
+@require_admin
+def _purge_by_tag() -> tuple[Response, int]:
     who = change(admin=True, reason_arg="reason")
-    return respond(services().memories.delete_by_tag(_by_tag_query(), confirm, change=who))
+    return respond(services().memories.delete_by_tag(_by_tag_query(), hard=True, change=who))
+
+
+def _flag(name: str) -> bool:
+    return request.args.get(name, "").lower() in ("1", "true", "yes")
 
 
 @bp.get("/tags")

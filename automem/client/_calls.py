@@ -206,10 +206,16 @@ def by_tag(
 
 
 def delete_by_tag(
-    tags: Sequence[str] | str, tag_mode: TagMode, tag_match: TagMatch, confirm: str | None, reason: str | None
+    tags: Sequence[str] | str,
+    tag_mode: TagMode,
+    tag_match: TagMatch,
+    preview: bool,
+    hard: bool,
+    reason: str | None,
 ) -> Call[DeleteByTagResult]:
-    params = query({**_tag_params(tags, tag_mode, tag_match), "confirm": confirm, "reason": reason})
-    return Call("DELETE", "/memory/by-tag", model(DeleteByTagResult), params=params, admin=True)
+    flags = {"preview": "true" if preview else None, "hard": "true" if hard else None}
+    params = query({**_tag_params(tags, tag_mode, tag_match), **flags, "reason": reason})
+    return Call("DELETE", "/memory/by-tag", model(DeleteByTagResult), params=params, admin=hard)
 
 
 def tags(prefix: str | None) -> Call[TagsResponse]:

@@ -192,11 +192,13 @@ class AsyncAutomemClient(Base):
         *,
         tag_mode: TagMode = "any",
         tag_match: TagMatch = "prefix",
-        confirm: str | None = None,
+        preview: bool = False,
+        hard: bool = False,
         reason: str | None = None,
     ) -> DeleteByTagResult:
-        """Without `confirm`: a preview with a `confirm_token`; with it: the soft delete (admin)."""
-        return await self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm, reason))
+        """Soft-delete every memory under the tags (`preview`: only count them; `hard`: purge at
+        once, with the admin token)."""
+        return await self._run(calls.delete_by_tag(tags, tag_mode, tag_match, preview, hard, reason))
 
     async def tags(self, prefix: str | None = None) -> TagsResponse:
         return await self._run(calls.tags(prefix))

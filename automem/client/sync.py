@@ -193,11 +193,13 @@ class AutomemClient(Base):
         *,
         tag_mode: TagMode = "any",
         tag_match: TagMatch = "prefix",
-        confirm: str | None = None,
+        preview: bool = False,
+        hard: bool = False,
         reason: str | None = None,
     ) -> DeleteByTagResult:
-        """Without `confirm`: a preview with a `confirm_token`; with it: the soft delete (admin)."""
-        return self._run(calls.delete_by_tag(tags, tag_mode, tag_match, confirm, reason))
+        """Soft-delete every memory under the tags (`preview`: only count them; `hard`: purge at
+        once, with the admin token)."""
+        return self._run(calls.delete_by_tag(tags, tag_mode, tag_match, preview, hard, reason))
 
     def tags(self, prefix: str | None = None) -> TagsResponse:
         return self._run(calls.tags(prefix))

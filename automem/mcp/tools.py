@@ -279,7 +279,7 @@ async def _by_tag(
     )
     if isinstance(page, CallToolResult):
         return page
-    items = [render.listed(item.memory) for item in page.memories]
+    items = [render.listed(item) for item in page.memories]
     more = f" (more after offset {offset + len(items)})" if page.has_more else ""
     out = RecallOutput(count=len(items), results=items, has_more=page.has_more)
     return _recall_result(out, f"Memories under {', '.join(tags)}{more}", format)

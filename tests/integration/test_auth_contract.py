@@ -1,5 +1,5 @@
 """Auth over every route the app serves (taken from the URL map, described in automem/openapi.py):
-no key or a wrong key → 401 except on public routes; admin routes → 403 with a user key."""
+no key or a wrong key → 401 except on public routes; admin routes → 401 with a user key (AutoMem's status)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_admin_routes_reject_a_user_key(app: Flask, client: FlaskClient) -> None
         response = client.open(
             _path(rule), method=method, headers=user, json={} if method == "POST" else None
         )
-        assert response.status_code == 403, (method, rule)
+        assert response.status_code == 401, (method, rule)
         assert response.get_json()["reason"] == "admin_required"
         wrong_admin = client.open(
             _path(rule),
@@ -57,7 +57,7 @@ def test_admin_routes_reject_a_user_key(app: Flask, client: FlaskClient) -> None
             headers={**user, "X-Admin-Token": "nope"},
             json={} if method == "POST" else None,
         )
-        assert wrong_admin.status_code == 403, (method, rule)
+        assert wrong_admin.status_code == 401, (method, rule)
 
 
 def test_concrete_paths_reach_their_routes(app: Flask) -> None:

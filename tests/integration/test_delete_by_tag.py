@@ -1,5 +1,6 @@
-"""DELETE /memory/by-tag (admin): a preview with a count and a single-use confirm token bound to
-the selection, then the soft delete of everything the selection holds."""
+"""DELETE /memory/by-tag: AutoMem's bulk delete with the API key (`{status, tags, deleted_count}`),
+as a soft delete recoverable like DELETE /memory/<id>; `?preview=true` only counts; `?hard=true`
+purges at once and needs the admin token."""
 
 from __future__ import annotations
 
@@ -17,19 +18,15 @@ def _store(api: Api, content: str, tags: list[str]) -> str:
     return str(response.get_json()["memory_id"])
 
 
-def test_preview_then_confirm_deletes_only_the_selection(api: Api, services: Services, jobs: Any) -> None:
+def test_the_api_key_deletes_only_the_selection_softly(api: Api, services: Services, jobs: Any) -> None:
     doomed = [_store(api, f"scratch note {n}", ["scratch:session-1"]) for n in range(3)]
     kept = _store(api, "keep me", ["project-x"])
     jobs()
-    preview = api.delete("/memory/by-tag?tags=scratch", headers=ADMIN)
-    assert preview.status_code == 200
-    body = preview.get_json()
-    assert body["preview"] is True and body["count"] == 3
-    assert set(body["sample_ids"]) == set(doomed)
-    assert all(api.get(f"/memory/{i}").status_code == 200 for i in doomed)  # a preview deletes nothing
-    done = api.delete(f"/memory/by-tag?tags=scratch&confirm={body['confirm_token']}", headers=ADMIN)
+    done = api.delete("/memory/by-tag?tags=scratch")
     assert done.status_code == 200
-    assert done.get_json()["deleted"] == 3
+    body = done.get_json()
+    assert (body["status"], body["tags"], body["deleted_count"]) == ("success", ["scratch"], 3)
+    assert body["deleted"] == "soft" and body["recoverable_days"] == services.settings.retention_days
     assert all(api.get(f"/memory/{i}").status_code == 404 for i in doomed)
     assert api.get(f"/memory/{kept}").status_code == 200
     assert api.get("/memory/by-tag?tags=scratch").get_json()["count"] == 0
@@ -38,24 +35,31 @@ def test_preview_then_confirm_deletes_only_the_selection(api: Api, services: Ser
     assert services.vectors is not None
     states = {r.payload["state"] for r in services.vectors.retrieve(doomed)}
     assert states == {"deleted"}
+    assert api.post(f"/memory/{doomed[0]}/recover").status_code == 200  # soft: it comes back
+    events = api.get(f"/memory/{doomed[1]}/history").get_json()["events"]
+    assert events[0]["event"] == "deleted"
 
 
-def test_a_token_is_single_use_and_bound_to_its_selection(api: Api) -> None:
-    _store(api, "alpha", ["team:a"])
-    _store(api, "beta", ["team:b"])
-    token = api.delete("/memory/by-tag?tags=team:a", headers=ADMIN).get_json()["confirm_token"]
-    other = api.delete(f"/memory/by-tag?tags=team&confirm={token}", headers=ADMIN)
-    assert other.status_code == 400
-    assert other.get_json()["field"] == "confirm"
-    assert api.get("/memory/by-tag?tags=team").get_json()["count"] == 2  # nothing deleted
-    fresh = api.delete("/memory/by-tag?tags=team:a", headers=ADMIN).get_json()["confirm_token"]
-    assert api.delete(f"/memory/by-tag?tags=team:a&confirm={fresh}", headers=ADMIN).get_json()["deleted"] == 1
-    again = api.delete(f"/memory/by-tag?tags=team:a&confirm={fresh}", headers=ADMIN)
-    assert again.status_code == 400
+def test_a_preview_counts_and_deletes_nothing(api: Api) -> None:
+    ids = [_store(api, f"team note {n}", ["team:a"]) for n in range(2)]
+    preview = api.delete("/memory/by-tag?tags=team&preview=true").get_json()
+    assert preview["preview"] is True and preview["count"] == 2 and set(preview["sample_ids"]) == set(ids)
+    assert api.get("/memory/by-tag?tags=team").get_json()["count"] == 2
 
 
-def test_delete_by_tag_needs_admin_and_tags(api: Api) -> None:
-    assert api.delete("/memory/by-tag?tags=x").status_code == 403
-    missing = api.delete("/memory/by-tag", headers=ADMIN)
+def test_a_hard_delete_needs_the_admin_token_and_purges(api: Api, services: Services) -> None:
+    memory_id = _store(api, "purge me", ["old"])
+    refused = api.delete("/memory/by-tag?tags=old&hard=true")
+    assert refused.status_code == 401
+    assert api.get(f"/memory/{memory_id}").status_code == 200  # a refusal writes nothing
+    purged = api.delete("/memory/by-tag?tags=old&hard=true", headers=ADMIN).get_json()
+    assert purged["deleted_count"] == 1 and purged["deleted"] == "hard"
+    assert services.graph.get_memory(memory_id, include_deleted=True) is None
+
+
+def test_tags_are_required(api: Api) -> None:
+    missing = api.delete("/memory/by-tag")
     assert missing.status_code == 400
     assert missing.get_json()["field"] == "tags"
+    nothing = api.delete("/memory/by-tag?tags=no-such-tag").get_json()
+    assert nothing["deleted_count"] == 0

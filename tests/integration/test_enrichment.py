@@ -333,7 +333,7 @@ def test_status_reports_queues_and_counts(api: Api, jobs: Any) -> None:
 
 
 def test_reprocess_requires_admin_and_validates(api: Api) -> None:
-    assert api.post("/enrichment/reprocess", json={"all": True}).status_code == 403
+    assert api.post("/enrichment/reprocess", json={"all": True}).status_code == 401
     bad = api.post("/enrichment/reprocess", json={}, headers=ADMIN)
     assert bad.status_code == 400
     assert bad.get_json()["reason"] == "invalid_input"
@@ -379,7 +379,7 @@ def test_failed_jobs_are_listed_and_requeued(
     assert requeued["requeued_failed"] >= 1
     run_jobs(services)
     assert _memory(api, memory_id)["enriched"] is True
-    assert api.get("/admin/jobs").status_code == 403
+    assert api.get("/admin/jobs").status_code == 401
 
 
 def test_first_sentence_is_cut_at_a_word_boundary() -> None:
@@ -396,7 +396,7 @@ def test_admin_sync_repairs_vectors_from_the_graph(api: Api, services: Services,
     jobs()
     assert services.vectors is not None
     services.vectors.delete(ids[:2])  # lost vector writes
-    assert api.post("/admin/sync").status_code == 403
+    assert api.post("/admin/sync").status_code == 401
     response = api.post("/admin/sync", headers=ADMIN)
     assert response.status_code == 200
     body = response.get_json()

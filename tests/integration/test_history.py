@@ -149,7 +149,7 @@ def test_pagination_walks_every_event_once(api: Api) -> None:
 def test_purge_removes_the_trail_and_leaves_a_tombstone(api: Api, services: Services) -> None:
     memory_id = _store(api, "Secret plan: move to Lisbon")
     api.patch(f"/memory/{memory_id}", json={"content": "Secret plan: move to Porto"})
-    assert api.delete(f"/memory/{memory_id}?hard=true").status_code == 403
+    assert api.delete(f"/memory/{memory_id}?hard=true").status_code == 401
     purged = api.delete(f"/memory/{memory_id}?hard=true&reason=GDPR%20request", headers=ADMIN)
     assert purged.status_code == 200
     body = _history(api, memory_id)

@@ -153,7 +153,7 @@ def test_analyze_entity_frequency_matches_the_enrichment_tags(api: Api, jobs: An
     expected: Counter[str] = Counter()
     body = api.get("/memory/by-tag", query_string={"tags": "entity", "limit": 100}).get_json()
     for item in body["memories"]:
-        expected.update(t for t in item["memory"]["tags"] if t.startswith("entity:"))
+        expected.update(t for t in item["tags"] if t.startswith("entity:"))
     assert expected, "enrichment found no entities"
     found = {e["tag"]: e["count"] for e in _analyze(api)["entity_frequency"]}
     assert found == dict(expected)

@@ -118,4 +118,4 @@ def test_a_lagging_payload_sends_the_listing_to_the_graph(
     flt = tag_filter("default", ["alpha"], "any", "prefix")
     assert listed_docs(services.graph, services.vectors, flt, "importance", 5) is None
     page = api.get("/memory/by-tag", query_string={"tags": "alpha", "limit": 200}).get_json()["memories"]
-    assert page[-1]["id"] == first["id"] and page[-1]["memory"]["importance"] == 0.01
+    assert page[-1]["id"] == first["id"] and page[-1]["importance"] == 0.01

@@ -21,7 +21,6 @@ from automem.client import (
     BadRequestError,
     ConflictError,
     NotFoundError,
-    PermissionDeniedError,
 )
 from automem.client._calls import Association, NewMemory, RecallParams, UpdateFields, keys_of
 from automem.models import MemoryCreate, MemoryUpdate
@@ -160,10 +159,10 @@ def test_sync_client_memories_and_recall(base_url: str, jobs: Any) -> None:  # n
             mem.get(other)
         assert missing.value.status == 404 and missing.value.reason == "not_found"
         assert mem.recover(other).recovered is True
-        preview = mem.delete_by_tag(["ci"])
-        assert preview.preview and preview.count == 1 and preview.confirm_token
-        done = mem.delete_by_tag(["ci"], confirm=preview.confirm_token)
-        assert (done.preview, done.deleted) == (False, 1)
+        preview = mem.delete_by_tag(["ci"], preview=True)
+        assert preview.preview and preview.count == 1
+        done = mem.delete_by_tag(["ci"])
+        assert (done.preview, done.deleted_count, done.deleted) == (False, 1, "soft")
 
 
 def test_sync_client_operations_and_statistics(base_url: str, jobs: Any) -> None:  # noqa: F811
@@ -204,7 +203,7 @@ def test_sync_client_errors(base_url: str) -> None:  # noqa: F811
         assert bad_id.value.field == "id"
         with pytest.raises(NotFoundError):
             mem.update(str(uuid.uuid4()), importance=0.5)
-        with pytest.raises(PermissionDeniedError) as admin:
+        with pytest.raises(AuthenticationError) as admin:
             mem.jobs()
         assert admin.value.reason == "admin_required"
         assert admin.value.request_id

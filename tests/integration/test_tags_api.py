@@ -32,7 +32,7 @@ def seed(api: Api) -> dict[str, str]:
 
 def contents(response: Any) -> list[str]:
     assert response.status_code == 200, response.get_json()
-    return [item["memory"]["content"] for item in response.get_json()["memories"]]
+    return [item["content"] for item in response.get_json()["memories"]]
 
 
 def test_prefix_matching_whole_segments_and_order(api: Api) -> None:
@@ -56,9 +56,9 @@ def test_result_shape_and_paging(api: Api) -> None:
     seed(api)
     first = api.get("/memory/by-tag?tags=slack&limit=2").get_json()
     assert first["count"] == 2 and first["has_more"] is True
-    item = first["memories"][0]
-    assert set(item) >= {"id", "memory", "score", "score_components", "channels", "relations", "match_type"}
-    assert item["score"] == item["memory"]["importance"] == 0.9
+    item = first["memories"][0]  # AutoMem's flat memory object, scored by its importance
+    assert set(item) >= {"id", "content", "tags", "importance", "metadata", "timestamp", "type", "score"}
+    assert item["score"] == item["importance"] == 0.9
     rest = api.get("/memory/by-tag?tags=slack&limit=2&offset=2").get_json()
     assert rest["count"] == 1 and rest["has_more"] is False
 
@@ -72,25 +72,27 @@ def test_a_page_deeper_than_the_index_walk_is_read_from_the_graph(api: Api) -> N
     assert just_past["count"] == 0
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "",
-        "tags=",
-        "tags=a&limit=0",
-        "tags=a&limit=201",
-        "tags=a&offset=-1",
-        f"tags=a&offset={MAX_OFFSET + 1}",
-        "tags=a&offset=696551067635111515115585111486103552",
-        "tags=a&limit=ten",
-        "tags=a&tag_mode=some",
-        "tags=a&tag_match=fuzzy",
-    ],
-)
+@pytest.mark.parametrize("query", ["", "tags=", "tags=a&tag_mode=some", "tags=a&tag_match=fuzzy"])
 def test_bad_by_tag_queries(api: Api, query: str) -> None:
     response = api.get(f"/memory/by-tag?{query}")
     assert response.status_code == 400
     assert response.get_json()["status"] == "error" and response.get_json()["field"]
+
+
+@pytest.mark.parametrize(
+    ("query", "limit", "offset"),
+    [
+        ("tags=a&limit=0", 1, 0),
+        ("tags=a&limit=201", 200, 0),
+        ("tags=a&limit=ten", 50, 0),
+        ("tags=a&offset=-1", 50, 0),
+        (f"tags=a&offset={MAX_OFFSET + 1}", 50, MAX_OFFSET),
+        ("tags=a&offset=696551067635111515115585111486103552", 50, MAX_OFFSET),
+    ],
+)
+def test_limit_and_offset_are_clamped_as_automem_does(api: Api, query: str, limit: int, offset: int) -> None:
+    body = api.get(f"/memory/by-tag?{query}").get_json()
+    assert (body["limit"], body["offset"]) == (limit, offset)
 
 
 def test_tag_tree_counts(api: Api) -> None:

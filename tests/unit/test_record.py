@@ -72,7 +72,9 @@ def test_a_patch_applies_as_the_graph_applies_it() -> None:
 
 
 # --- the wire shape against the OpenAPI document -------------------------------------------------
-MEMORY_SCHEMAS = ("Memory", "RelatedMemory")
+MEMORY_SCHEMAS = ("Memory", "RelatedMemory", "ListedMemory")
+# What a route adds to the serializer's memory, per component.
+ADDED = {"Memory": {}, "RelatedMemory": {"hops": 1}, "ListedMemory": {"score": 0.5, "match_type": "tag"}}
 # Routes that return memories; the walk below must find each of them (and may find more).
 EXPECTED_ROUTES = {
     ("get", "/memory/{memory_id}"),
@@ -129,7 +131,7 @@ def test_the_serializer_produces_exactly_the_documented_memory(schema_name: str)
     components = openapi_document()["components"]["schemas"]
     schema = _strict(components[schema_name])
     for wire in _wire_variants():
-        shaped = {**wire, "hops": 1} if schema_name == "RelatedMemory" else wire
+        shaped = {**wire, **ADDED[schema_name]}
         jsonschema.validate(shaped, schema)
         assert set(shaped) <= set(schema["properties"]), "a field the schema does not document"
 
