@@ -93,7 +93,7 @@ class BatchResult(Success):
     duplicates: int
     results: list[BatchItem]
     memory_ids: list[str]
-    qdrant: str | None = Field(None, description='AutoMem\'s: "stored (N)", "stored (N), queued (M)" or "queued"')
+    qdrant: str | None = Field(None, description="AutoMem's: stored (N), stored (N), queued (M), or queued")
     enrichment: str | None = None
     query_time_ms: float | None = None
 
