@@ -16,7 +16,9 @@ import redis
 
 from automem.counters import ENRICHMENT_STATS_KEY
 from automem.errors import StoreUnavailable
+from automem.models import is_uuid
 from automem.stores.codec import decoded
+from automem.stores.queue import PAGE_SIZE
 from automem.timeutil import now_iso
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ ENRICHMENT_VERSION = 1
 ENRICH_CHUNK = 50
 # The last re-embedding run (started_at, mode, queued), for GET /admin/reembed.
 REEMBED_KEY = "automem:reembed"
-PAGE = 500
+PAGE = PAGE_SIZE
 
 
 def queue_missing_work(svc: Services, page: int = PAGE) -> dict[str, int]:
@@ -40,11 +42,18 @@ def queue_missing_work(svc: Services, page: int = PAGE) -> dict[str, int]:
     return {"queued": queued, "enrichment_queued": enrich_queued}
 
 
-def queue_embedding(svc: Services, every: bool, page: int = PAGE) -> int:
-    """Queue embedding jobs for memories lacking a current vector of this model (`every`: all)."""
+def queue_embedding(
+    svc: Services, every: bool, page: int = PAGE, limit: int | None = None, batch_size: int | None = None
+) -> int:
+    """Queue embedding jobs for memories lacking a current vector of this model (`every`: all),
+    at most `limit` memories, `batch_size` a job (default EMBEDDING_BATCH_SIZE)."""
     queued, after = 0, ""
-    size = svc.settings.embedding_batch_size
+    size = batch_size or svc.settings.embedding_batch_size
     while rows := svc.graph.reembed_page(svc.embedder.label, every, after, page):
+        if limit is not None:
+            rows = rows[: max(0, limit - queued)]
+            if not rows:
+                break
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
             if svc.jobs.enqueue_embed([i for i, _ in chunk], [h for _, h in chunk], force=every):
@@ -70,21 +79,25 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> in
 
 
 def reenrich(svc: Services, ids: list[str]) -> tuple[list[str], list[str]]:
-    """Queue re-enrichment of these active memories; (queued ids, ids unknown or not active)."""
-    versions = {m.id: m.version for m in svc.graph.get_memories(ids) if m.state == "active"}
+    """Queue re-enrichment of these active memories; (queued ids, ids unknown or not active:
+    AutoMem queues any id it is given, ids that name nothing are reported here instead)."""
+    wellformed = [i for i in ids if is_uuid(i)]
+    versions = {m.id: m.version for m in svc.graph.get_memories(wellformed) if m.state == "active"}
     known = [i for i in ids if i in versions]
     if known:
         svc.jobs.enqueue_enrich(known, [versions[i] for i in known], force=True)
     return known, [i for i in ids if i not in versions]
 
 
-def start_reembed(svc: Services, every: bool, page: int = PAGE) -> dict[str, Any]:
+def start_reembed(
+    svc: Services, every: bool, page: int = PAGE, limit: int | None = None, batch_size: int | None = None
+) -> dict[str, Any]:
     """Queue re-embedding with the current model: memories lacking its vector, or (`every`) all
-    of them. Old vectors keep answering recall until each new one replaces it (rev-guarded), so
-    there is no recall downtime; progress is `reembed_progress`."""
+    of them (at most `limit`). Old vectors keep answering recall until each new one replaces it
+    (rev-guarded), so there is no recall downtime; progress is `reembed_progress`."""
     started = now_iso()
     svc.queue_redis.hset(REEMBED_KEY, mapping={"started_at": started, "mode": "all" if every else "missing"})
-    queued = queue_embedding(svc, every=every, page=page)
+    queued = queue_embedding(svc, every=every, page=page, limit=limit, batch_size=batch_size)
     svc.queue_redis.hset(REEMBED_KEY, mapping={"queued": queued})
     return {"queued": queued, "model": svc.embedder.label, "started_at": started}
 
@@ -116,25 +129,48 @@ def enrichment_status(svc: Services) -> dict[str, Any]:
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
     enrich = queues["enrich"]
+    pending = svc.graph.counts()["enrichment_pending"]
+    enriched, failures = int(stats.get("enriched", 0)), int(stats.get("failures", 0))
     return {
+        # AutoMem's `status`: whether a worker is there to do the work.
+        "status": "running" if svc.jobs.workers() else "stopped",
         "enabled": svc.settings.enrichment_enabled,
         "enrichment_version": ENRICHMENT_VERSION,
         "queues": queues,
         "intake": intake,
         # Work waiting: memories not yet dispatched plus enrich jobs (of up to 50 memories) queued.
         "queue_size": intake["enrich"] + enrich["queued"],
+        "pending": pending,
+        "pending_memories": pending,
+        "inflight": enrich["in_flight"],
         "in_flight": enrich["in_flight"],
+        "max_attempts": len(svc.settings.retry_intervals()) + 1,
         "failed": sum(q["failed"] for q in queues.values()),
-        "pending_memories": svc.graph.counts()["enrichment_pending"],
         "stats": {
-            "enriched": int(stats.get("enriched", 0)),
-            "failures": int(stats.get("failures", 0)),
+            "enriched": enriched,
+            "processed_total": enriched + failures,
+            "successes": enriched,
+            "failures": failures,
             "last_success_id": stats.get("last_success_id"),
             "last_success_at": stats.get("last_success_at"),
             "last_error": stats.get("last_error"),
             "last_error_at": stats.get("last_error_at"),
         },
+        "classification": _classification_status(svc),
         "llm": _llm_status(svc),
+    }
+
+
+def _classification_status(svc: Services) -> dict[str, Any]:
+    """AutoMem's classification counters, from the LLM client's (rules are not counted)."""
+    llm = svc.llm.stats() if svc.llm is not None else {}
+    return {
+        "llm_attempts": llm.get("calls", 0),
+        "llm_successes": llm.get("successes", 0),
+        "fallbacks": llm.get("failures", 0) + llm.get("paused", 0) + llm.get("rate_limited", 0),
+        "pattern_classifications": None,
+        "last_error": None,
+        "last_error_at": None,
     }
 
 
@@ -146,25 +182,35 @@ def _llm_status(svc: Services) -> dict[str, Any]:
 
 def reprocess(svc: Services, ids: list[str] | None, every: bool, failed: bool) -> dict[str, Any]:
     """POST /enrichment/reprocess: requeue failed jobs, re-enrich every active memory or these."""
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"status": "queued", "count": 0, "ids": []}
     if failed:
         out["requeued_failed"] = svc.jobs.requeue_failed()
     if every:
-        out["queued"] = queue_enrichment(svc, force=True)
+        out["queued"] = out["count"] = queue_enrichment(svc, force=True)
     elif ids:
         queued, unknown = reenrich(svc, ids)
-        out["queued"] = len(queued)
-        out["unknown_ids"] = unknown
+        out.update(queued=len(queued), count=len(queued), ids=sorted(queued), unknown_ids=unknown)
     return out
 
 
-def request_reembed(svc: Services, every: bool) -> dict[str, Any]:
-    """POST /admin/reembed: queue a re-embedding run (a run already waiting is not doubled)."""
-    queued = svc.jobs.enqueue_reembed(every=every)
+def request_reembed(
+    svc: Services, every: bool, limit: int | None = None, batch_size: int | None = None
+) -> dict[str, Any]:
+    """POST /admin/reembed: queue a re-embedding run (a run already waiting is not doubled).
+    AutoMem re-embeds in the request and answers `complete`; here a worker does it and the run's
+    progress is at GET /admin/reembed."""
+    queued = svc.jobs.enqueue_reembed(every=every, limit=limit, batch_size=batch_size)
+    progress = reembed_progress(svc)
     return {
+        "status": "queued",
         "mode": "all" if every else "missing",
         "model": svc.embedder.label,
         "job_status": "queued" if queued else "already_queued",
+        "total": progress["memories"] if every else progress["remaining"],
+        "batch_size": batch_size or svc.settings.embedding_batch_size,
+        "limit": limit,
+        "processed": 0,
+        "failed": 0,
         "progress_url": "/admin/reembed",
     }
 

@@ -8,8 +8,10 @@ from typing import Any
 import redis
 
 from automem import __version__
+from automem.counters import ENRICHMENT_STATS_KEY
 from automem.errors import StoreUnavailable
 from automem.services import Services
+from automem.stores.codec import decoded
 from automem.timeutil import now_iso
 
 
@@ -73,11 +75,15 @@ def health_report(svc: Services) -> tuple[dict[str, Any], int]:
         "mode": "embedded" if svc.settings.resolved_vector_backend() == "edge" else "server",
         "falkordb": graph["status"],
         "qdrant": vectors["status"],
-        "graph": graph,
+        "graph": svc.graph.graph_name,  # AutoMem's: the graph's name
+        "graph_store": graph,
         "vectors": vectors,
         "queues": queues,
         "memory_count": counts["active"] if counts else None,
         "vector_count": vector_count,
+        "sync_status": _sync_status(drift),
+        "vector_dimensions": _dimensions(svc, vectors),
+        "enrichment": _enrichment(svc, counts, queues),
         "counts": counts,
         "drift": drift,
         "embedding": {
@@ -90,6 +96,45 @@ def health_report(svc: Services) -> tuple[dict[str, Any], int]:
     return body, 200 if graph["status"] == "connected" else 503
 
 
+def _sync_status(drift: dict[str, int] | None) -> str:
+    """AutoMem's words: synced, drift_detected (fewer points than memories), orphaned_vectors
+    (more), unknown (a store unreachable)."""
+    if drift is None:
+        return "unknown"
+    if drift["difference"] == 0:
+        return "synced"
+    return "drift_detected" if drift["difference"] > 0 else "orphaned_vectors"
+
+
+def _dimensions(svc: Services, vectors: dict[str, Any]) -> dict[str, Any]:
+    collection = vectors.get("dimension")
+    configured = svc.settings.vector_size or svc.embedder.dimension
+    effective = svc.embedder.dimension
+    mismatch = configured != effective or (collection is not None and collection != effective)
+    return {"configured": configured, "effective": effective, "collection": collection, "mismatch": mismatch}
+
+
+def _enrichment(svc: Services, counts: dict[str, int] | None, queues: dict[str, Any]) -> dict[str, Any]:
+    """AutoMem's enrichment summary: whether a worker runs, what waits, what was done."""
+    if queues["status"] != "connected":
+        return {"status": "unknown"}
+    try:
+        stats = decoded(svc.queue_redis.hgetall(ENRICHMENT_STATS_KEY))
+        workers = svc.jobs.workers()
+        inflight = svc.jobs.queues["enrich"].started_job_registry.count
+    except redis.exceptions.RedisError:
+        return {"status": "unknown"}
+    depths = queues["depths"]
+    return {
+        "status": "running" if workers else "stopped",
+        "queue_depth": max(0, depths.get("enrich", 0)) + max(0, depths.get("intake_enrich", 0)),
+        "pending": counts["enrichment_pending"] if counts else None,
+        "inflight": inflight,
+        "processed": int(stats.get("enriched", 0)),
+        "failed": int(stats.get("failures", 0)),
+    }
+
+
 def drift_of(graph_memories: int, vector_points: int) -> dict[str, int]:
     """Graph-to-vector drift: memory nodes against vector points (0 once the index caught up)."""
     return {
@@ -99,10 +144,41 @@ def drift_of(graph_memories: int, vector_points: int) -> dict[str, int]:
     }
 
 
-def repair_vectors(svc: Services, every: bool) -> dict[str, int]:
-    """POST /admin/sync: rewrite every point missing or older than its memory (`every`: all),
-    then report the drift that is left."""
+def repair_vectors(svc: Services, every: bool, dry_run: bool = False) -> dict[str, Any]:
+    """POST /admin/sync: bring the vector store in line with the graph, the source of truth:
+    rewrite every point missing or older than its memory (`every`: all of them) and delete points
+    whose memory is gone; then report the drift that is left. `dry_run` only reports what it would
+    do. AutoMem's fields (falkordb_count, qdrant_count, missing_count, orphaned_count, synced,
+    failed) and ours."""
     if svc.vectors is None:
         raise StoreUnavailable("this process does not own the vector store")
+    before = svc.sync.audit()
+    counts = {
+        "missing_count": before["missing"]["count"],
+        "stale_count": before["stale"]["count"],
+        "orphaned_count": before["orphaned"]["count"],
+    }
+    if dry_run:
+        samples = {f"{k}_sample": v["sample"] for k, v in before.items()}
+        return {"status": "dry_run", "dry_run": True, **_counts(svc), **counts, **samples}
+    if not every and not any(counts.values()):
+        return {"status": "already_synced", "synced": 0, "failed": 0, "repaired": 0, **_counts(svc), **counts}
     repaired = svc.sync.repair(force=every)
-    return {"repaired": repaired, **drift_of(svc.graph.counts()["total"], svc.vectors.count())}
+    orphans = svc.sync.orphans()
+    svc.vectors.delete(orphans)
+    after = _counts(svc)
+    return {
+        "status": "complete",
+        "synced": repaired,
+        "repaired": repaired,
+        "orphans_deleted": len(orphans),
+        "failed": max(0, after["difference"]),
+        **after,
+        **counts,
+    }
+
+
+def _counts(svc: Services) -> dict[str, int]:
+    assert svc.vectors is not None
+    graph_memories, points = svc.graph.counts()["total"], svc.vectors.count()
+    return {"falkordb_count": graph_memories, "qdrant_count": points, **drift_of(graph_memories, points)}

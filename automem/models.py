@@ -356,6 +356,14 @@ class RestoreQuery(_Body):
     )
 
 
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return True
+
+
 def parse_uuid(value: str, field: str) -> str:
     try:
         return str(uuid.UUID(value))
@@ -383,20 +391,40 @@ def parse(model: type[M], data: Any, settings: Settings, field_prefix: str = "")
 
 
 class ReprocessBody(_Body):
-    """POST /enrichment/reprocess: re-enrich some ids, every memory, and/or requeue failed jobs."""
+    """POST /enrichment/reprocess: re-enrich some ids (a list or, as AutoMem takes them, a comma
+    string; also `?ids=`), every memory, and/or requeue failed jobs."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    ids: list[StrictStr] | None = Field(default=None, max_length=1000)
+    ids: Annotated[
+        list[StrictStr] | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "string"}, "maxItems": 1000},
+                    {"type": "string", "description": "comma-separated"},
+                    {"type": "null"},
+                ]
+            }
+        ),
+    ] = None
     all: StrictBool = False
     failed: StrictBool = False
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("ids")
+    @classmethod
+    def _bounded(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else value[: at_most(len(value), 1000, "ids")]
 
     @model_validator(mode="after")
     def _something_to_do(self) -> ReprocessBody:
         if not (self.ids or self.all or self.failed):
             raise ValueError("give `ids`, `all: true` or `failed: true`")
-        if self.ids:
-            self.ids = [parse_uuid(i, "ids") for i in self.ids]
         return self
 
 
@@ -412,17 +440,31 @@ class ConsolidateRequest(_Body):
 
 
 class SyncBody(_Body):
-    """POST /admin/sync: repair vectors that lag the graph, or (`all`) rewrite every point."""
-
-    model_config = ConfigDict(extra="forbid")
+    """POST /admin/sync: repair vectors that lag the graph, or (`all`) rewrite every point;
+    `dry_run` only reports. AutoMem's `batch_size` is accepted (pages are sized by the server)."""
 
     all: StrictBool = False
+    dry_run: StrictBool = False
+    batch_size: int | None = Field(default=None, description="accepted for AutoMem clients; not needed")
 
 
 class ReembedBody(_Body):
     """POST /admin/reembed: `missing` (default) re-embeds memories lacking a current vector of
-    the configured model, `all` re-embeds every memory."""
-
-    model_config = ConfigDict(extra="forbid")
+    the configured model, `all` re-embeds every memory. AutoMem's fields: `force` (re-embed every
+    memory, as `all`), `limit` (at most this many memories) and `batch_size` (memories per
+    embedding job, at most 100)."""
 
     mode: Literal["missing", "all"] = "missing"
+    force: StrictBool = False
+    limit: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1, le=100)
+
+    @field_validator("batch_size", mode="before")
+    @classmethod
+    def _batch(cls, value: Any) -> Any:
+        # AutoMem clamps its batch size to 100 rather than refusing a larger one.
+        return None if value is None else clamp_int(value, 1, 100, 32)
+
+    @property
+    def every(self) -> bool:
+        return self.mode == "all" or self.force

@@ -167,24 +167,32 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         response=HealthResponse,
     ),
     ("GET", "/enrichment/status"): Operation(
-        "Background work: queues, counters, LLM breaker", response=EnrichmentStatus
+        "Background work: queues, counters, LLM breaker",
+        statuses=("running", "stopped"),
+        response=EnrichmentStatus,
     ),
     ("POST", "/enrichment/reprocess"): Operation(
         "Re-enrich memories or requeue failed jobs",
         body=ReprocessBody,
         success=202,
         admin=True,
+        statuses=("queued",),
         response=ReprocessResult,
     ),
     ("GET", "/admin/jobs"): Operation("Job registries and failed jobs", admin=True, response=JobsResponse),
     ("POST", "/admin/sync"): Operation(
-        "Repair vectors from the graph", body=SyncBody, admin=True, response=SyncResult
+        "Repair vectors from the graph (dry_run: only report)",
+        body=SyncBody,
+        admin=True,
+        statuses=("complete", "already_synced", "dry_run"),
+        response=SyncResult,
     ),
     ("POST", "/admin/reembed"): Operation(
         "Re-embed with the configured model",
         body=ReembedBody,
         success=202,
         admin=True,
+        statuses=("queued",),
         response=ReembedStarted,
     ),
     ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True, response=ReembedProgress),

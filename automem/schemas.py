@@ -352,11 +352,15 @@ class HealthResponse(_Model):
     mode: str | None = None
     falkordb: str
     qdrant: str
-    graph: dict[str, Any] = {}
+    graph: str | None = Field(None, description="the graph's name (AutoMem's)")
+    graph_store: dict[str, Any] = {}
     vectors: dict[str, Any] = {}
     queues: dict[str, Any] = {}
     memory_count: int | None = None
     vector_count: int | None = None
+    sync_status: str | None = Field(None, description="synced | drift_detected | orphaned_vectors | unknown")
+    vector_dimensions: dict[str, Any] = {}
+    enrichment: dict[str, Any] = {}
     counts: dict[str, int] | None = None
     drift: dict[str, int] | None = None
     embedding: EmbeddingInfo
@@ -372,21 +376,28 @@ class QueueCounts(_Model):
 
 
 class EnrichmentStatus(Success):
-    """GET /enrichment/status."""
+    """GET /enrichment/status: AutoMem's fields (`status` running | stopped, queue_size, pending,
+    inflight, max_attempts, stats, classification) and ours."""
 
     enabled: bool
     queues: dict[str, QueueCounts]
     queue_size: int
+    pending: int
+    inflight: int
+    max_attempts: int
     in_flight: int
     failed: int
     pending_memories: int
     stats: dict[str, Any]
+    classification: dict[str, Any]
     llm: dict[str, Any]
 
 
 class ReprocessResult(Success):
-    """POST /enrichment/reprocess (202)."""
+    """POST /enrichment/reprocess (202, AutoMem's `status: queued`, `count`, `ids`)."""
 
+    count: int = 0
+    ids: list[str] = []
     queued: int | None = None
     unknown_ids: list[str] = []
     requeued_failed: int | None = None
@@ -408,20 +419,38 @@ class JobsResponse(Success):
 
 
 class SyncResult(Success):
-    """POST /admin/sync."""
+    """POST /admin/sync: `status` complete | already_synced | dry_run (AutoMem's words), AutoMem's
+    counts and samples, and ours."""
 
-    repaired: int
+    falkordb_count: int
+    qdrant_count: int
+    missing_count: int
+    orphaned_count: int
+    stale_count: int = 0
+    synced: int | None = None
+    failed: int | None = None
+    repaired: int | None = None
+    orphans_deleted: int | None = None
+    dry_run: bool = False
     graph_memories: int
     vector_points: int
     difference: int
+    missing_sample: list[str] = []
+    stale_sample: list[str] = []
+    orphaned_sample: list[str] = []
 
 
 class ReembedStarted(Success):
-    """POST /admin/reembed (202)."""
+    """POST /admin/reembed (202, `status: queued`): the run is queued; progress at GET /admin/reembed."""
 
     mode: Literal["missing", "all"]
     model: str
     job_status: Literal["queued", "already_queued"]
+    total: int | None = None
+    batch_size: int | None = None
+    limit: int | None = None
+    processed: int | None = None
+    failed: int | None = None
     progress_url: str | None = None
 
 

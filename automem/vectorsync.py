@@ -127,6 +127,37 @@ class VectorSync:
             self.vectors.upsert(points)
         return len(points)
 
+    def audit(self, page: int = 1000, sample: int = 10) -> dict[str, Any]:
+        """What repair would do: memories without a point (`missing`), points older than their
+        memory (`stale`), points without a memory (`orphaned`); counts and a sample of each."""
+        assert self.vectors is not None
+        found: dict[str, list[str]] = {"missing": [], "stale": [], "orphaned": []}
+        after = ""
+        while rows := self.graph.revs_page(after, page):
+            stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
+            found["missing"] += [i for i, _ in rows if i not in stored]
+            found["stale"] += [i for i, rev in rows if i in stored and stored[i] < rev]
+            after = rows[-1][0]
+        found["orphaned"] = self.orphans(page)
+        return {key: {"count": len(ids), "sample": ids[:sample]} for key, ids in found.items()}
+
+    def orphans(self, page: int = 1000) -> list[str]:
+        """Ids of points whose memory is not in the graph (a purge or a restore the vector store
+        missed)."""
+        assert self.vectors is not None
+        orphaned: list[str] = []
+        batch: list[str] = []
+        for record in self.vectors.iter_records(page=page):
+            batch.append(record.id)
+            if len(batch) >= page:
+                orphaned += self._absent(batch)
+                batch = []
+        return orphaned + self._absent(batch)
+
+    def _absent(self, ids: list[str]) -> list[str]:
+        known = self.graph.existing_ids(ids) if ids else set()
+        return [i for i in ids if i not in known]
+
     def repair(self, page: int = 1000, force: bool = False) -> int:
         """Re-apply every memory whose point is missing or older than the graph (with `force`,
         every memory: payloads are rewritten in the current shape); returns how many.

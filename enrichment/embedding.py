@@ -60,7 +60,9 @@ def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
 
 
 @job(JobName.REEMBED)
-def reembed(every: bool = False, page: int = backlog.PAGE) -> dict[str, Any]:
+def reembed(
+    every: bool = False, page: int = backlog.PAGE, limit: int | None = None, batch_size: int | None = None
+) -> dict[str, Any]:
     """A re-embedding run (`automem reembed`, POST /admin/reembed): queue embedding jobs for the
     memories lacking a current vector of the configured model, or (`every`) all of them."""
-    return backlog.start_reembed(current_services(), every, page)
+    return backlog.start_reembed(current_services(), every, page, limit, batch_size)

@@ -21,7 +21,7 @@ def sync() -> tuple[Response, int]:
     missing or older than its memory is rewritten (`{"all": true}`: every point)."""
     svc = services()
     body = parse(SyncBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
-    return respond({"status": "success", **repair_vectors(svc, every=body.all)})
+    return respond(repair_vectors(svc, every=body.all, dry_run=body.dry_run))
 
 
 @bp.post("/admin/reembed")
@@ -30,7 +30,8 @@ def reembed() -> tuple[Response, int]:
     """Queue re-embedding on the maintenance queue; old vectors answer recall until replaced."""
     svc = services()
     body = parse(ReembedBody, json_body() if request.get_data(cache=True) else {}, svc.settings)
-    return respond({"status": "success", **backlog.request_reembed(svc, every=body.mode == "all")}, 202)
+    started = backlog.request_reembed(svc, every=body.every, limit=body.limit, batch_size=body.batch_size)
+    return respond(started, 202)
 
 
 @bp.get("/admin/reembed")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response
+from flask import Blueprint, Response, request
 
 from automem import backlog
 from automem.api import json_body, respond, services
@@ -14,16 +14,18 @@ bp = Blueprint("enrichment", __name__)
 
 @bp.get("/enrichment/status")
 def status() -> tuple[Response, int]:
-    return respond({"status": "success", **backlog.enrichment_status(services())})
+    return respond(backlog.enrichment_status(services()))
 
 
 @bp.post("/enrichment/reprocess")
 @require_admin
 def reprocess() -> tuple[Response, int]:
     svc = services()
-    body = parse(ReprocessBody, json_body(), svc.settings)
-    out = backlog.reprocess(svc, body.ids, every=body.all, failed=body.failed)
-    return respond({"status": "success", **out}, 202)
+    data = json_body() if request.get_data(cache=True) else {}
+    if "ids" in request.args and isinstance(data, dict) and "ids" not in data:
+        data = {**data, "ids": request.args["ids"]}  # AutoMem also takes ?ids=a,b
+    body = parse(ReprocessBody, data, svc.settings)
+    return respond(backlog.reprocess(svc, body.ids, every=body.all, failed=body.failed), 202)
 
 
 @bp.get("/admin/jobs")

@@ -583,6 +583,11 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         total, current = (int(v or 0) for v in rows[0])
         return {"total": total, "current": current}
 
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of these ids name a memory node (in any state)."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id"
+        return {row[0] for row in self._ro(cypher, {"ids": list(ids)})}
+
     def revs_page(self, after: str, limit: int) -> list[tuple[str, int]]:
         """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""
         cypher = "MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.rev ORDER BY m.id LIMIT $limit"

@@ -34,6 +34,8 @@ from automem.settings import Settings
 log = logging.getLogger(__name__)
 
 QUEUE_NAMES = ("embed", "enrich", "maintenance")
+# Memories a paging job reads from the graph at a time.
+PAGE_SIZE = 500
 ACCESS_LOG = "automem:access-log"
 ACCESS_FLUSH_PENDING = "automem:access-flush-pending"
 INTAKE_EMBED = "automem:intake:embed"
@@ -115,10 +117,11 @@ class JobQueue:
         job_id = f"{'reembed' if force else 'embed'}-{digest}"
         return self._enqueue("embed", JobName.EMBED, job_id, list(memory_ids), force)
 
-    def enqueue_reembed(self, every: bool) -> bool:
+    def enqueue_reembed(self, every: bool, limit: int | None = None, batch_size: int | None = None) -> bool:
         """The re-embedding run (one at a time per mode)."""
         mode = "all" if every else "missing"
-        return self._enqueue("maintenance", JobName.REEMBED, f"reembed-run-{mode}", every)
+        job_id = f"reembed-run-{mode}"
+        return self._enqueue("maintenance", JobName.REEMBED, job_id, every, PAGE_SIZE, limit, batch_size)
 
     def enqueue_enrich(self, memory_ids: Sequence[str], versions: Sequence[int], force: bool = False) -> bool:
         """Enrich these memories as of these versions (a newer version is a new job); `force`
@@ -401,6 +404,11 @@ class JobQueue:
         if recovered:
             log.warning("recovered %d job(s) abandoned by a dead worker: %s", len(recovered), recovered)
         return recovered
+
+    def workers(self) -> int:
+        """RQ workers registered on our queues (their registration expires without heartbeats)."""
+        ours = set(QUEUE_NAMES)
+        return sum(1 for w in Worker.all(connection=self.connection) if set(w.queue_names()) & ours)
 
     def failed_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
