@@ -9,6 +9,7 @@ the field at fault.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -31,6 +32,7 @@ from pydantic import (
 
 from automem.classify import MEMORY_TYPES, canonical_type
 from automem.errors import InvalidInput
+from automem.relations import AUTHORABLE, canonical_relation
 from automem.settings import Settings
 from automem.tags import normalize_tags, split_tag_input
 from automem.timeutil import normalize_iso
@@ -134,6 +136,17 @@ def clamp_int(value: Any, low: int, high: int, default: int) -> int:
     except (TypeError, ValueError, OverflowError):
         return default
     return max(low, min(high, number))
+
+
+def clamp_unit(value: Any, default: float = 0.0) -> float:
+    """A 0..1 parameter read the AutoMem way: clamped, and the default when not a number."""
+    if isinstance(value, bool):
+        return default
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if math.isnan(number) else max(0.0, min(1.0, number))
 
 
 def at_most(value: int, limit: int, name: str) -> int:
@@ -331,6 +344,40 @@ class ByTagQuery(_Body):
     @classmethod
     def _offset(cls, value: Any) -> int:
         return clamp_int(value, 0, MAX_OFFSET, 0)
+
+
+class RelatedQuery(_Body):
+    """GET /memories/<id>/related, read as AutoMem reads it: unknown relationship names are left
+    out (none left: the authorable types), AutoMem's older names map to DISCOVERED, and
+    max_depth and limit are clamped."""
+
+    relationship_types: Annotated[
+        list[str], WithJsonSchema({"type": "string", "description": "comma list of edge types"})
+    ] = Field(default_factory=list, validate_default=True)
+    max_depth: int = Field(1, description="clamped to 1..3")
+    # No default in the schema: it is RECALL_RELATION_LIMIT, filled in from the settings.
+    limit: Annotated[
+        int, WithJsonSchema({"type": "integer", "description": "clamped to 1..200; RECALL_RELATION_LIMIT"})
+    ] = Field(default_factory=lambda: None, validate_default=True)
+
+    @field_validator("relationship_types", mode="before")
+    @classmethod
+    def _types(cls, value: Any) -> list[str]:
+        names = value.split(",") if isinstance(value, str) else (value or [])
+        known = [canonical_relation(str(n)) for n in names if str(n).strip()]
+        chosen = list(dict.fromkeys(t for t in known if t))
+        return chosen or list(AUTHORABLE)
+
+    @field_validator("max_depth", mode="before")
+    @classmethod
+    def _depth(cls, value: Any) -> int:
+        return clamp_int(value, 1, 3, 1)
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, value: Any, info: ValidationInfo) -> int:
+        default = _settings(info).recall_relation_limit
+        return default if value is None else clamp_int(value, 1, 200, default)
 
 
 class TagsQuery(_Body):

@@ -25,6 +25,7 @@ from automem.models import (
     MemoryCreate,
     MemoryUpdate,
     ReembedBody,
+    RelatedQuery,
     ReprocessBody,
     RestoreQuery,
     SyncBody,
@@ -104,12 +105,6 @@ class DeleteByTagQuery(ByTagQuery):
     preview: bool = Field(default=False, description="only count and sample what would be deleted")
     hard: bool = Field(default=False, description="purge at once instead of a soft delete (admin token)")
     reason: str | None = Field(default=None, description="why: recorded in each memory's history")
-
-
-class RelatedQuery(BaseModel):
-    relationship_types: str | None = Field(default=None, description="comma list of edge types")
-    max_depth: int = Field(default=1, ge=1, le=3)
-    limit: int = Field(default=5, ge=1, le=200)
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,11 @@ MEMORY_LINKS = tuple(t for t in ALL_TYPES if t != "MENTIONS")
 # (old)-[:INVALIDATED_BY|EVOLVED_INTO]->(new): old is replaced by new.
 SUPERSEDING = ("INVALIDATED_BY", "EVOLVED_INTO")
 DEFAULT_STRENGTH = 0.5
+# AutoMem's older names for what consolidation now writes as DISCOVERED (with a `kind`).
+LEGACY = {"EXPLAINS": "DISCOVERED", "SHARES_THEME": "DISCOVERED", "PARALLEL_CONTEXT": "DISCOVERED"}
 
 
 def canonical_relation(name: str) -> str | None:
     upper = name.strip().upper()
+    upper = LEGACY.get(upper, upper)
     return upper if upper in ALL_TYPES else None

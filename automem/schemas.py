@@ -152,13 +152,16 @@ class Relation(_Model):
 
 
 class RecallResult(_Model):
-    """One recall (or by-tag) item."""
+    """One recall item."""
 
     id: str
     memory: Memory
     score: float
+    final_score: float | None = None
+    original_score: float | None = Field(None, description="the best raw channel score (AutoMem's)")
     score_components: dict[str, float] = {}
     channels: list[str] = []
+    source: str | None = Field(None, description="qdrant (a vector or keyword hit) | graph (AutoMem's)")
     relations: list[Relation] = []
     match_type: str
     replaces: str | None = None
@@ -169,15 +172,26 @@ class RecallResponse(Success):
     """GET|POST /recall."""
 
     query: str = ""
+    queries: list[str] | None = None
     results: list[RecallResult]
     count: int
     limit: int | None = None
     sort: str | None = None
+    state_mode: str | None = None
+    tag_mode: str | None = None
+    tag_match: str | None = None
     mode: str | None = None
     filters: dict[str, Any] = {}
     min_score: float | None = None
+    dedup_removed: int = 0
+    vector_search: dict[str, Any] = {}
+    expansion: dict[str, Any] = {}
+    entity_expansion: dict[str, Any] = {}
+    state_filter: dict[str, Any] = {}
+    score_filter: dict[str, Any] = {}
     degraded: list[str] = []
     timings_ms: dict[str, float] = {}
+    query_time_ms: float | None = None
 
 
 class ListedMemory(Memory):

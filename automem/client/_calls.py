@@ -95,6 +95,8 @@ class UpdateFields(TypedDict, total=False):
 class RecallParams(TypedDict, total=False):
     """Parameters of recall besides the query (see docs/api.md, "Recall parameters")."""
 
+    queries: list[str]
+    per_query_limit: int
     embedding: list[float]
     limit: int
     tags: list[str] | str
@@ -106,8 +108,9 @@ class RecallParams(TypedDict, total=False):
     time_query: str
     start: Time
     end: Time
-    sort: Literal["score", "time_desc", "time_asc"]
+    sort: Literal["score", "time_desc", "time_asc", "updated_desc", "updated_asc"]
     state_mode: Literal["current", "history"]
+    current_only: bool
     min_score: float
     expand_relations: bool
     expand_entities: bool

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from automem.listing import listed_docs
+from automem.listing import ORDERS, Order, listed_docs
 from automem.memories import content_hash
 from automem.models import check_dimension
 from automem.recall.expansion import expand
@@ -27,17 +26,18 @@ from automem.recall.fusion import (
     Candidate,
     CandidatePool,
     final_scores,
-    match_type,
     ranked,
     reachable_floor,
     relevance,
 )
 from automem.recall.query import RecallQuery
+from automem.recall.report import Tally, Timer, merged, response
 from automem.recall.state import resolve_current
 from automem.recall.timeparse import resolve_window
-from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
-from automem.relations import MEMORY_LINKS, SYSTEM
+from automem.record import DEFAULT_TENANT, MemoryRecord
+from automem.relations import MEMORY_LINKS
 from automem.services import Services
+from automem.stores.graph import ListOrder
 from automem.stores.recall_filter import RecallFilter
 from automem.tags import canonical_prefix
 from automem.timeutil import now_iso
@@ -49,23 +49,6 @@ Hit = tuple[str, float]  # (memory id, channel score)
 FINAL_SPARE = 3  # candidates read beyond `limit`, so duplicates and filtered ones leave enough
 ANN_OVERFETCH = 2  # the graph's HNSW search returns this many times the candidates, before filters
 POINT_COUNT_TTL = 30.0
-
-
-class Timer:
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-        self.started = time.perf_counter()
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.ms[name] = round(self.ms.get(name, 0.0) + (time.perf_counter() - start) * 1000, 3)
-
-    def total(self) -> float:
-        return round((time.perf_counter() - self.started) * 1000, 3)
 
 
 class RecallEngine:
@@ -82,7 +65,18 @@ class RecallEngine:
 
     # --- the pipeline -------------------------------------------------------------------------
     def recall(self, q: RecallQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
-        timer = Timer()
+        """One recall; with AutoMem's `queries`, one per query, merged by each memory's best score."""
+        if not q.queries:
+            return self._recall_one(q, tenant)
+        size = q.per_query_limit or q.limit
+        answers = [
+            self._recall_one(q.model_copy(update={"query": text, "queries": [], "limit": size}), tenant)
+            for text in q.queries
+        ]
+        return merged(q, answers)
+
+    def _recall_one(self, q: RecallQuery, tenant: str) -> dict[str, Any]:
+        timer, tally = Timer(), Tally()
         check_dimension(q.embedding, self.svc.embedder.dimension)
         flt = RecallFilter.build(
             tenant=tenant,
@@ -104,6 +98,7 @@ class RecallEngine:
                 self._listing(pool, flt, q, fetch)
         else:
             self._search(pool, flt, q, fetch, timer, degraded)
+            tally.vector_matched = sum(1 for c in pool.values() if "vector" in c.raw)
         with timer.stage("fusion"):
             relevance(pool)
         with timer.stage("hydrate"):
@@ -111,17 +106,20 @@ class RecallEngine:
         edges: dict[str, list[dict[str, Any]]] = {}
         if not listing:
             with timer.stage("expand"):
-                expand(self.svc.graph, pool, flt, q, self._hydrate_ids, edges, self.pool)
+                tally.expanded = expand(self.svc.graph, pool, flt, q, self._hydrate_ids, edges, self.pool)
         if q.state_mode == "current":
             with timer.stage("state"):
-                resolve_current(self.svc.graph, pool, flt, self._hydrate_ids)
+                tally.replaced, tally.suppressed = resolve_current(
+                    self.svc.graph, pool, flt, self._hydrate_ids
+                )
         with timer.stage("rank"):
             final_scores(pool, tuple(context_prefixes(q)), listing)
-            results = self._cut(pool, q, flt)
+            results = self._cut(pool, q, flt, tally)
         with timer.stage("relations"):
             relations = self._relations([c.id for c in results], q.relation_limit, edges, pool)
         self._record_access([c.id for c in results], [c.doc.version if c.doc else None for c in results])
-        return self._response(q, flt, results, relations, timer, degraded, listing)
+        searched = not listing and self.svc.vectors is not None
+        return response(q, flt, results, relations, timer, degraded, listing, tally, searched)
 
     def _search(
         self,
@@ -210,10 +208,12 @@ class RecallEngine:
         return []
 
     def _listing(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, fetch: int) -> None:
-        order = "importance" if q.sort == "score" else q.sort
+        order: ListOrder = "importance" if q.sort == "score" else q.sort
         docs = None
-        if self.svc.vectors is not None and self.svc.sync.backlog() == 0:
-            docs = listed_docs(self.svc.graph, self.svc.vectors, flt.vector_filter(), order, fetch)
+        if order in ORDERS and self.svc.vectors is not None and self.svc.sync.backlog() == 0:
+            # An order the vector store's payload indexes can walk.
+            walk = cast(Order, order)
+            docs = listed_docs(self.svc.graph, self.svc.vectors, flt.vector_filter(), walk, fetch)
         if docs is None:
             docs = self.svc.graph.list_memories(flt, order, fetch)
         for doc in docs:
@@ -247,7 +247,7 @@ class RecallEngine:
             return {}
         return {d.id: d for d in self.svc.graph.get_memories(ids, view="recall")}
 
-    def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter) -> list[Candidate]:
+    def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter, tally: Tally) -> list[Candidate]:
         """The best `limit` distinct memories at or above `min_score` (every candidate's memory was
         read from the graph and filtered by then; identical contents count once)."""
         out: list[Candidate] = []
@@ -255,12 +255,17 @@ class RecallEngine:
         for candidate in ranked(pool.values(), q.sort):
             if len(out) >= q.limit:
                 break
-            if candidate.score < q.min_score or candidate.doc is None or not flt.matches(candidate.doc):
+            if candidate.doc is None or not flt.matches(candidate.doc):
+                continue
+            if candidate.score < q.min_score:
+                tally.below_min_score += 1
                 continue
             key = content_hash(candidate.doc.content)
-            if key not in seen_content:
-                seen_content.add(key)
-                out.append(candidate)
+            if key in seen_content:
+                tally.dedup_removed += 1
+                continue
+            seen_content.add(key)
+            out.append(candidate)
         return out
 
     def _relations(
@@ -290,70 +295,6 @@ class RecallEngine:
         except Exception:
             log.warning("could not queue access bookkeeping for %d memories", len(ids))
 
-    def _response(
-        self,
-        q: RecallQuery,
-        flt: RecallFilter,
-        results: list[Candidate],
-        relations: dict[str, list[tuple[dict[str, Any], MemoryRecord]]],
-        timer: Timer,
-        degraded: list[str],
-        listing: bool,
-    ) -> dict[str, Any]:
-        items = [_item(c, relations.get(c.id, [])) for c in results]
-        timings = {**timer.ms, "total": timer.total()}
-        echo = flt.echo()
-        return {
-            "status": "success",
-            "query": q.query,
-            "results": items,
-            "count": len(items),
-            "limit": q.limit,
-            "sort": q.sort,
-            "mode": "listing" if listing else "search",
-            "filters": echo,
-            **echo,
-            "min_score": q.min_score,
-            "degraded": degraded,
-            "timings_ms": timings,
-            "query_time_ms": timings["total"],
-        }
-
 
 def context_prefixes(q: RecallQuery) -> list[str]:
     return [canonical_prefix(t) for t in q.context_tags]
-
-
-def _item(candidate: Candidate, relations: list[tuple[dict[str, Any], MemoryRecord]]) -> dict[str, Any]:
-    assert candidate.doc is not None
-    item = {
-        "id": candidate.id,
-        "memory": memory_wire(candidate.doc),
-        "score": candidate.score,
-        "score_components": candidate.components,
-        "channels": candidate.channels,
-        "relations": [_relation(edge, other) for edge, other in relations],
-        "match_type": match_type(candidate),
-    }
-    if candidate.replaces:
-        item["replaces"] = candidate.replaces
-    if candidate.expanded_from:
-        item["expanded_from"] = candidate.expanded_from
-    return item
-
-
-def _relation(edge: dict[str, Any], other: MemoryRecord) -> dict[str, Any]:
-    return {
-        "type": edge["type"],
-        "direction": "outgoing" if edge["outgoing"] else "incoming",
-        "strength": edge.get("strength"),
-        "system": edge["type"] in SYSTEM,
-        "memory": {
-            "id": edge["id"],
-            "type": other.type,
-            "timestamp": other.timestamp,
-            "importance": other.importance,
-            "tags": other.tags[:5],
-            "content": other.content[:160],
-        },
-    }

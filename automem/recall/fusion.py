@@ -128,15 +128,17 @@ def _context_boost(doc: MemoryRecord | None, context_tags: tuple[str, ...]) -> f
 
 
 def ranked(candidates: list[Candidate], sort: str) -> list[Candidate]:
-    if sort == "time_desc":
-        return sorted(candidates, key=lambda c: (_ts(c), c.id), reverse=True)
-    if sort == "time_asc":
-        return sorted(candidates, key=lambda c: (_ts(c), c.id))
+    if sort in ("time_desc", "updated_desc"):
+        field = "timestamp" if sort == "time_desc" else "updated_at"
+        return sorted(candidates, key=lambda c: (_ts(c, field), c.id), reverse=True)
+    if sort in ("time_asc", "updated_asc"):
+        field = "timestamp" if sort == "time_asc" else "updated_at"
+        return sorted(candidates, key=lambda c: (_ts(c, field), c.id))
     return sorted(candidates, key=lambda c: (-c.score, _neg_ts(c), c.id))
 
 
-def _ts(candidate: Candidate) -> str:
-    return (candidate.doc.timestamp or "") if candidate.doc else ""
+def _ts(candidate: Candidate, field: str = "timestamp") -> str:
+    return str(getattr(candidate.doc, field) or "") if candidate.doc else ""
 
 
 def _neg_ts(candidate: Candidate) -> tuple[int, ...]:

@@ -1,4 +1,11 @@
-"""The recall request: one pydantic model for GET query strings and POST JSON bodies."""
+"""The recall request: one pydantic model for GET query strings and POST JSON bodies.
+
+AutoMem's clients send its parameter names and aliases and rely on its leniency: numbers out of
+range are clamped into it, a word it does not know for `tag_mode`, `tag_match` or `sort` falls
+back to the default, and options it has that this service does not (`recency_bias`,
+`adaptive_floor`, `context`, `language`, ...) are accepted and ignored. Only what would change the
+answer's meaning (a bad `state_mode`, date or embedding) is a 400, as in AutoMem.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,15 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from werkzeug.datastructures import MultiDict
 
 from automem.classify import MEMORY_TYPES, canonical_type
-from automem.models import EmbeddingField, _Body, _settings, at_most, check_embedding, check_tags
+from automem.models import (
+    EmbeddingField,
+    _Body,
+    _settings,
+    check_embedding,
+    check_tags,
+    clamp_int,
+    clamp_unit,
+)
 from automem.tags import normalize_tags, split_tag_input
 
 # Query-string aliases AutoMem clients send, mapped to our field names.
@@ -20,14 +35,19 @@ ALIASES = {
     "entity_expansion": "expand_entities",
     "relation_expansion_limit": "expansion_limit",
     "type": "types",
+    "query_list": "queries",
 }
-LIST_FIELDS = ("tags", "exclude_tags", "context_tags", "types")
+LIST_FIELDS = ("tags", "exclude_tags", "context_tags", "types", "queries")
+SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
+Sort = Literal["score", "time_desc", "time_asc", "updated_desc", "updated_asc"]
 
 
 class RecallQuery(_Body):
     query: str = ""
+    queries: list[str] = Field([], description="several queries, each run alone, merged (AutoMem's)")
+    per_query_limit: int | None = Field(None, description="results per query of `queries`; default: limit")
     embedding: EmbeddingField = None
-    limit: int = Field(5, ge=1)
+    limit: int = Field(5, description="clamped to 1..RECALL_MAX_LIMIT")
     tags: list[str] = []
     tag_mode: Literal["any", "all"] = "any"
     tag_match: Literal["prefix", "exact"] = "prefix"
@@ -37,15 +57,60 @@ class RecallQuery(_Body):
     time_query: str | None = None
     start: str | None = None
     end: str | None = None
-    sort: Literal["score", "time_desc", "time_asc"] = "score"
+    sort: Sort = "score"
     state_mode: Literal["current", "history"] = "current"
-    min_score: float = Field(0.0, ge=0.0, le=1.0)
+    current_only: bool | None = Field(None, description="AutoMem's older switch; wins over state_mode")
+    min_score: float = Field(0.0, description="clamped to 0..1")
     expand_relations: bool = True
     expand_entities: bool = True
-    relation_limit: int = Field(5, ge=0, le=200)
-    expansion_limit: int = Field(25, ge=0, le=500)
-    expand_min_importance: float = Field(0.0, ge=0.0, le=1.0)
-    expand_min_strength: float = Field(0.0, ge=0.0, le=1.0)
+    relation_limit: int = Field(5, description="clamped to 0..200")
+    expansion_limit: int = Field(25, description="clamped to 0..500")
+    expand_min_importance: float = Field(0.0, description="clamped to 0..1")
+    expand_min_strength: float = Field(0.0, description="clamped to 0..1")
+
+    @field_validator("tag_mode", "tag_match", "sort", mode="before")
+    @classmethod
+    def _known_word(cls, value: Any, info: ValidationInfo) -> Any:
+        """AutoMem reads an unknown word as the default."""
+        allowed = {"tag_mode": ("any", "all"), "tag_match": ("prefix", "exact"), "sort": SORTS}
+        default = {"tag_mode": "any", "tag_match": "prefix", "sort": "score"}
+        name = str(info.field_name)
+        word = value.strip().lower() if isinstance(value, str) else value
+        return word if word in allowed[name] else default[name]
+
+    @field_validator("relation_limit", "expansion_limit", mode="before")
+    @classmethod
+    def _clamped_count(cls, value: Any, info: ValidationInfo) -> int:
+        high, default = (200, 5) if info.field_name == "relation_limit" else (500, 25)
+        return clamp_int(value, 0, high, default)
+
+    @field_validator("per_query_limit", mode="before")
+    @classmethod
+    def _per_query(cls, value: Any, info: ValidationInfo) -> int | None:
+        return None if value is None else clamp_int(value, 1, _settings(info).recall_max_limit, 5)
+
+    @field_validator("min_score", "expand_min_importance", "expand_min_strength", mode="before")
+    @classmethod
+    def _unit(cls, value: Any) -> float:
+        return clamp_unit(value)
+
+    @field_validator("current_only", mode="before")
+    @classmethod
+    def _current_only(cls, value: Any) -> bool | None:
+        """AutoMem: an unparseable value means true."""
+        if value is None or isinstance(value, bool):
+            return value
+        return str(value).strip().lower() not in ("false", "0", "no", "off")
+
+    @field_validator("queries", mode="before")
+    @classmethod
+    def _queries(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        items = _joined(value) if isinstance(value, list) else str(value).split(",")
+        if not all(isinstance(item, str) for item in items):
+            raise ValueError("queries must be strings")
+        return [item.strip() for item in items if item.strip()][:20]
 
     @field_validator("query", mode="before")
     @classmethod
@@ -62,10 +127,10 @@ class RecallQuery(_Body):
     def _embedding(cls, value: Any) -> list[float] | None:
         return check_embedding(value)
 
-    @field_validator("limit")
+    @field_validator("limit", mode="before")
     @classmethod
-    def _limit(cls, value: int, info: ValidationInfo) -> int:
-        return at_most(value, _settings(info).recall_max_limit, "limit")
+    def _limit(cls, value: Any, info: ValidationInfo) -> int:
+        return clamp_int(value, 1, _settings(info).recall_max_limit, 5)
 
     @field_validator("tags", "exclude_tags", "context_tags", mode="before")
     @classmethod
@@ -88,6 +153,12 @@ class RecallQuery(_Body):
                 raise ValueError(f"unknown type {name!r}; use one of {', '.join(MEMORY_TYPES)}")
             out.append(canonical)
         return out
+
+    @model_validator(mode="after")
+    def _current_only_wins(self) -> RecallQuery:
+        if self.current_only is not None:
+            self.state_mode = "current" if self.current_only else "history"
+        return self
 
     @model_validator(mode="after")
     def _sort_default(self) -> RecallQuery:

@@ -58,22 +58,28 @@ def resolve_current(
     pool: CandidatePool,
     flt: RecallFilter,
     hydrate: Callable[[list[str]], dict[str, MemoryRecord]],
-) -> None:
+) -> tuple[int, int]:
+    """Replace superseded candidates by their heads; (heads that took a place, superseded
+    candidates dropped without one: the head was already a candidate, or outside the filter)."""
     successors = successor_map(graph, list(pool.by_id))
     heads = {mid: head_of(mid, successors) for mid in list(pool.by_id) if mid in successors}
     replaced = {mid: head for mid, head in heads.items() if head != mid}
     if not replaced:
-        return
+        return 0, 0
     docs = hydrate([h for h in set(replaced.values()) if h not in pool.by_id])
+    taken = dropped = 0
     for old_id, head_id in replaced.items():
         old = pool.by_id.pop(old_id)
         existing = pool.by_id.get(head_id)
         if existing is not None:
             existing.expanded = max(existing.expanded, old.components.get("relevance", 0.0), old.expanded)
+            dropped += 1
             continue
         doc = docs.get(head_id)
         if doc is None or not flt.matches(doc):
+            dropped += 1
             continue
+        taken += 1
         pool.by_id[head_id] = Candidate(
             head_id,
             raw=dict(old.raw),
@@ -83,3 +89,4 @@ def resolve_current(
             components=dict(old.components),
             replaces=old_id,
         )
+    return taken, dropped

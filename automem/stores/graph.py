@@ -31,6 +31,7 @@ from automem.timeutil import format_utc, parse_iso
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "updated_asc"]
 
 # What recall reads of a memory: its public shape and every field filters test. Each returned
 # column costs FalkorDB ~4 us per row, so recall leaves out the bookkeeping fields.
@@ -895,7 +896,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         return " AND ".join(parts), params
 
     def list_memories(
-        self, flt: RecallFilter, order: Literal["importance", "time_desc", "time_asc"], limit: int
+        self, flt: RecallFilter, order: ListOrder, limit: int
     ) -> list[MemoryRecord]:
         """Memories in the filter's scope, for recall without a query."""
         scoped = bool(flt.tags) and flt.tag_mode == "any"
@@ -904,6 +905,8 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             "importance": "m.importance DESC, m.timestamp DESC, m.id",
             "time_desc": "m.timestamp DESC, m.id",
             "time_asc": "m.timestamp ASC, m.id",
+            "updated_desc": "m.updated_at DESC, m.id",
+            "updated_asc": "m.updated_at ASC, m.id",
         }[order]
         match = f"MATCH (m:Memory) WHERE {where}"
         if scoped:

@@ -140,23 +140,40 @@ def test_client_embedding_in_recall(api: Api, services: Services, corpus: dict[s
 @pytest.mark.parametrize(
     ("params", "field"),
     [
-        ({"limit": 0}, "limit"),
-        ({"limit": 101}, "limit"),
-        ({"tag_mode": "some"}, "tag_mode"),
-        ({"sort": "random"}, "sort"),
         ({"state_mode": "all"}, "state_mode"),
-        ({"min_score": 2}, "min_score"),
         ({"types": ["Opinion"]}, "types"),
         ({"start": "not a date"}, "start"),
         ({"time_query": "next week"}, "time_query"),
         ({"start": "2025-02-01", "end": "2025-01-01"}, "time_query"),
-        ({"relation_limit": -1}, "relation_limit"),
     ],
 )
 def test_bad_recall_parameters(api: Api, params: dict[str, Any], field: str) -> None:
     response = api.post("/recall", json=params)
     assert response.status_code == 400, response.get_json()
     assert response.get_json()["field"] == field
+
+
+@pytest.mark.parametrize(
+    ("params", "echoed"),
+    [
+        ({"limit": 0}, {"limit": 1}),
+        ({"limit": 101}, {"limit": 100}),
+        ({"limit": "many"}, {"limit": 5}),
+        ({"tag_mode": "some"}, {"tag_mode": "any"}),
+        ({"tag_match": "fuzzy"}, {"tag_match": "prefix"}),
+        ({"sort": "random"}, {"sort": "score"}),
+        ({"min_score": 2}, {"min_score": 1.0}),
+        ({"min_score": -1}, {"min_score": 0.0}),
+        ({"relation_limit": -1}, {}),
+    ],
+)
+def test_out_of_range_parameters_are_clamped_as_automem_does(
+    api: Api, params: dict[str, Any], echoed: dict[str, Any]
+) -> None:
+    response = api.post("/recall", json={"query": "anything", **params})
+    assert response.status_code == 200, response.get_json()
+    body = response.get_json()
+    assert {key: body[key] for key in echoed} == echoed
 
 
 def test_state_rules(api: Api, services: Services, jobs: Any) -> None:
@@ -299,8 +316,14 @@ def test_related(api: Api, corpus: dict[str, str]) -> None:
     only = api.get(f"/memories/{corpus['pg']}/related?max_depth=2&relationship_types=LEADS_TO").get_json()
     assert [m["id"] for m in only["related_memories"]] == [corpus["outage"]]
     assert api.get(f"/memories/{uuid.uuid4()}/related").status_code == 404
-    assert api.get(f"/memories/{corpus['pg']}/related?max_depth=4").status_code == 400
-    assert api.get(f"/memories/{corpus['pg']}/related?relationship_types=NOPE").status_code == 400
+    # As AutoMem: max_depth is clamped to 1..3, unknown type names are left out (none left: the
+    # authorable types), its older names map to DISCOVERED.
+    deep = api.get(f"/memories/{corpus['pg']}/related?max_depth=4&limit=0").get_json()
+    assert (deep["max_depth"], deep["limit"]) == (3, 1)
+    unknown = api.get(f"/memories/{corpus['pg']}/related?relationship_types=NOPE").get_json()
+    assert [m["id"] for m in unknown["related_memories"]] == [corpus["outage"]]
+    legacy = api.get(f"/memories/{corpus['pg']}/related?relationship_types=EXPLAINS,NOPE").get_json()
+    assert legacy["relationship_types"] == ["DISCOVERED"] and legacy["count"] == 0
 
 
 def test_access_bookkeeping_happens_off_the_request_path(api: Api, services: Services, jobs: Any) -> None:
