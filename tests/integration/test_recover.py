@@ -29,7 +29,8 @@ def test_recover_brings_a_deleted_memory_back(api: Api, services: Services, jobs
     assert memory_id in {r["id"] for r in api.get("/recall?query=retro%20Thursdays").get_json()["results"]}
     # It is a dedup target again.
     again = api.post("/memory", json={"content": "The retro is on Thursdays"})
-    assert again.status_code == 201 and again.get_json()["deduplicated"] and again.get_json()["memory_id"] == memory_id
+    assert again.status_code == 201 and again.get_json()["deduplicated"]
+    assert again.get_json()["memory_id"] == memory_id
 
 
 def test_recover_errors(api: Api, services: Services) -> None:
