@@ -477,7 +477,7 @@ class ReprocessBody(_Body):
 
 # POST /consolidate: a dry run (the default) answers in the request; a real run is queued.
 class ConsolidateRequest(_Body):
-    mode: Literal["decay", "creative", "cluster", "forget", "full"] = "full"
+    mode: Literal["decay", "creative", "cluster", "forget", "full", "identity"] = "full"
     dry_run: StrictBool = True
 
     @field_validator("mode", mode="before")

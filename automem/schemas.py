@@ -496,7 +496,10 @@ class ConsolidationStatus(Success):
     enabled: bool
     running: bool
     intervals: dict[str, int]
-    next_runs: dict[str, str]
+    next_runs: dict[str, str] = Field(description='AutoMem\'s words: "Due now", "In N day(s)", "Disabled"')
+    next_run_at: dict[str, str] = Field({}, description="the next run's time, or disabled")
+    thread_alive: bool = False
+    tick_seconds: float | None = None
     scheduler: dict[str, Any]
     history: list[dict[str, Any]]
 

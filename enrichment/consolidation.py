@@ -75,7 +75,9 @@ from enrichment.registry import job
 log = logging.getLogger(__name__)
 
 TASKS = ("decay", "creative", "cluster", "forget")
-MODES = (*TASKS, "full")
+# AutoMem's modes this service does not run: accepted, answered as skipped, never an error.
+SKIPPED_MODES = {"identity": "AutoMem's experimental identity consolidation is not part of this service"}
+MODES = (*TASKS, "full", *SKIPPED_MODES)
 DESTRUCTIVE_MODES = ("forget", "full")
 PAGE = 1000
 PROTECTED_TYPES = ("Decision", "Insight")
@@ -371,6 +373,8 @@ class Consolidator:
         if mode == "full":
             forget = ("forget",) if self.settings.consolidation_forget_interval_seconds > 0 else ()
             return ("decay", "creative", "cluster", *forget)
+        if mode in SKIPPED_MODES:
+            return ()
         if mode not in TASKS:
             raise ValueError(f"unknown consolidation mode {mode!r}")
         return (mode,)
@@ -398,6 +402,8 @@ class Consolidator:
                 results[step] = getattr(self, step)(ctx)
             if mode == "full" and "forget" not in steps:
                 results["forget"] = {"skipped": "forgetting is off (CONSOLIDATION_FORGET_INTERVAL_SECONDS=0)"}
+            if mode in SKIPPED_MODES:
+                results[mode] = {"skipped": SKIPPED_MODES[mode]}
         except Exception as exc:
             error = f"{exc.__class__.__name__}: {exc}"
             log.exception("consolidation %s failed", mode)

@@ -252,3 +252,14 @@ def scheduler_info(connection: redis.Redis) -> dict[str, Any]:
         "last_heartbeat": format_utc(beat) if beat else None,
         "jobs": sorted(job.name for job in scheduler.get_jobs()),
     }
+
+
+def in_words(when: str, now: datetime) -> str:
+    """A next run as AutoMem's status words it: "Disabled", "Due now", "In N hour(s)", "In N day(s)"."""
+    if when == "disabled":
+        return "Disabled"
+    seconds = (parse_iso(when) - now).total_seconds()
+    if seconds <= 0:
+        return "Due now"
+    hours = max(1, round(seconds / 3600))
+    return f"In {hours} hour(s)" if hours < 24 else f"In {round(hours / 24)} day(s)"

@@ -414,14 +414,16 @@ def test_status_shows_next_runs_and_history(
 ) -> None:
     status = api.get("/consolidate/status").get_json()
     assert status["status"] == "success" and status["enabled"] is True and status["history"] == []
-    assert status["next_runs"]["forget"] == "disabled"
+    assert status["next_run_at"]["forget"] == "disabled" and status["next_runs"]["forget"] == "Disabled"
     assert status["intervals"]["decay"] == 86400 and status["scheduler"] == {"active": False}
+    assert status["next_runs"]["decay"] == "Due now" and status["thread_alive"] is False
     run_mode(api, jobs, "decay")
     status = api.get("/consolidate/status").get_json()
     [run] = status["history"]
     assert run["mode"] == "decay" and run["trigger"] == "job" and run["success"] is True
-    next_decay = status["next_runs"]["decay"]
+    next_decay = status["next_run_at"]["decay"]
     assert next_decay > format_utc(utc_now() + timedelta(seconds=86000))
+    assert status["next_runs"]["decay"] == "In 1 day(s)"
     assert status["running"] is False
 
 
@@ -503,7 +505,8 @@ def test_one_cron_scheduler_is_active_and_its_jobs_run(
 
     status = api.get("/consolidate/status").get_json()
     assert status["scheduler"]["active"] is True and status["scheduler"]["name"] == first.name
-    assert status["next_runs"]["decay"] > format_utc(utc_now() + timedelta(seconds=86000))
+    assert status["next_run_at"]["decay"] > format_utc(utc_now() + timedelta(seconds=86000))
+    assert status["thread_alive"] is True
 
     jobs()
     history = api.get("/consolidate/status").get_json()["history"]
