@@ -25,7 +25,7 @@ from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from automem.history import SYSTEM, Change, diff
 from automem.listing import listed_docs, tag_filter
 from automem.llm import LlmClient, LlmError
-from automem.models import ByTagQuery, MemoryCreate, MemoryUpdate, check_dimension
+from automem.models import ByTagQuery, ExistingQuery, MemoryCreate, MemoryUpdate, check_dimension
 from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
 from automem.settings import Settings
 from automem.stores.graph import CreateOutcome, GraphStore
@@ -321,6 +321,19 @@ class MemoryService:
         if doc is None:
             raise NotFound(f"memory {memory_id} not found", field="id")
         return memory_wire(doc)
+
+    def existing(self, query: ExistingQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        """Which of the given ids and edges exist in `tenant` (deleted memories count: their ids
+        stay taken until purged), in the order asked."""
+        found_ids = set(self.graph.tenant_memory_ids(query.ids, tenant)) if query.ids else set()
+        rows = [{"a": r.memory1_id, "b": r.memory2_id, "type": r.type} for r in query.relations]
+        found_edges = set(self.graph.existing_edges(rows, tenant)) if rows else set()
+        return {
+            "ids": [i for i in dict.fromkeys(query.ids) if i in found_ids],
+            "relations": [
+                r.model_dump() for r in query.relations if (r.memory1_id, r.memory2_id, r.type) in found_edges
+            ],
+        }
 
     def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
         """The memories within `depth` hops over these edge types, each with its `hops`."""

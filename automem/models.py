@@ -32,7 +32,7 @@ from pydantic import (
 
 from automem.classify import MEMORY_TYPES, canonical_type
 from automem.errors import InvalidInput
-from automem.relations import AUTHORABLE, canonical_relation
+from automem.relations import ALL_TYPES, AUTHORABLE, canonical_relation
 from automem.settings import Settings
 from automem.tags import normalize_tags, split_tag_input
 from automem.timeutil import normalize_iso
@@ -515,3 +515,50 @@ class ReembedBody(_Body):
     @property
     def every(self) -> bool:
         return self.mode == "all" or self.force
+
+
+class RelationKey(_Body):
+    """An edge named by its endpoints and type (any type of the registry, system ones too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory1_id: StrictStr
+    memory2_id: StrictStr
+    type: StrictStr
+
+    @field_validator("memory1_id", "memory2_id")
+    @classmethod
+    def _uuid(cls, value: str) -> str:
+        return _uuid_value(value)
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        name = canonical_relation(value)
+        if name is None:
+            raise ValueError(f"unknown relationship type {value!r}; use one of {', '.join(ALL_TYPES)}")
+        return name
+
+
+class ExistingQuery(_Body):
+    """POST /admin/existing: which of these memory ids and edges already exist. Importers ask
+    before writing, so a re-run skips what an earlier run stored (POST /memory/batch refuses a
+    whole batch naming a taken id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[StrictStr] = Field(default_factory=list, max_length=1000)
+    relations: list[RelationKey] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("ids")
+    @classmethod
+    def _ids(cls, value: list[str]) -> list[str]:
+        return [_uuid_value(i) for i in value]
+
+
+def _uuid_value(value: str) -> str:
+    """The canonical UUID string; ValueError (a 400 naming the field) for anything else."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a UUID") from exc

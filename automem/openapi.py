@@ -21,6 +21,7 @@ from automem.models import (
     BatchCreate,
     ByTagQuery,
     ConsolidateRequest,
+    ExistingQuery,
     HistoryQuery,
     MemoryCreate,
     MemoryUpdate,
@@ -44,6 +45,7 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    ExistingResult,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
@@ -191,6 +193,12 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         response=ReembedStarted,
     ),
     ("GET", "/admin/reembed"): Operation("Re-embedding progress", admin=True, response=ReembedProgress),
+    ("POST", "/admin/existing"): Operation(
+        "Which of these memory ids and edges already exist (a read, for importers)",
+        body=ExistingQuery,
+        admin=True,
+        response=ExistingResult,
+    ),
     ("POST", "/consolidate"): Operation(
         "Run consolidation (dry run by default; 202: a real run was queued)",
         body=ConsolidateRequest,

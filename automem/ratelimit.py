@@ -2,10 +2,11 @@
 
 Rate limit: at most AUTOMEM_RATE_LIMIT_PER_MINUTE POST/PATCH/DELETE requests per API key (or per
 client address when no key is sent) in each clock minute, counted in Redis so every API process
-shares the budget; beyond it, 429 `rate_limited` with `Retry-After`. POST /recall only reads and
-is not counted. Loopback clients of a one-machine stack (vectors in a Qdrant Edge shard, as in the
-embedded mode: one user on their own machine) are not limited unless AUTOMEM_RATE_LIMIT_LOOPBACK
-is set. If Redis cannot count, the request goes through: a limiter must not take the API down.
+shares the budget; beyond it, 429 `rate_limited` with `Retry-After`. POST /recall and POST
+/admin/existing only read and are not counted. Loopback clients of a one-machine stack (vectors
+in a Qdrant Edge shard, as in the embedded mode: one user on their own machine) are not limited
+unless AUTOMEM_RATE_LIMIT_LOOPBACK is set. If Redis cannot count, the request goes through: a
+limiter must not take the API down.
 
 CORS is off unless AUTOMEM_CORS_ORIGINS names origins (flask-cors answers preflights).
 """
@@ -27,8 +28,9 @@ from automem.settings import Settings, host_is_loopback
 log = logging.getLogger(__name__)
 
 MUTATING = {"POST", "PATCH", "PUT", "DELETE"}
-# POST routes that only read (POST /recall exists for bodies too long for a query string).
-READ_ONLY_POSTS = {"recall.recall_post"}
+# POST routes that only read (POST /recall exists for bodies too long for a query string;
+# POST /admin/existing takes up to 2000 keys).
+READ_ONLY_POSTS = {"recall.recall_post", "admin.existing"}
 WINDOW_SECONDS = 60
 
 

@@ -454,6 +454,19 @@ class SyncResult(Success):
     orphaned_sample: list[str] = []
 
 
+class ExistingRelation(_Model):
+    memory1_id: str
+    memory2_id: str
+    type: str
+
+
+class ExistingResult(Success):
+    """POST /admin/existing: the asked ids and edges that exist, in the order asked."""
+
+    ids: list[str]
+    relations: list[ExistingRelation]
+
+
 class ReembedStarted(Success):
     """POST /admin/reembed (202, `status: queued`): the run is queued; progress at GET /admin/reembed."""
 

@@ -1,5 +1,6 @@
-"""Admin maintenance routes: POST /admin/sync (vectors repaired from the graph) and
-POST|GET /admin/reembed (re-embedding with the configured model, and its progress)."""
+"""Admin maintenance routes: POST /admin/sync (vectors repaired from the graph),
+POST|GET /admin/reembed (re-embedding with the configured model, and its progress) and
+POST /admin/existing (which memories and edges exist: importers skip them on a re-run)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from automem import backlog
 from automem.api import json_body, respond, services
 from automem.auth import require_admin
 from automem.health import repair_vectors
-from automem.models import ReembedBody, SyncBody, parse
+from automem.models import ExistingQuery, ReembedBody, SyncBody, parse
 
 bp = Blueprint("admin", __name__)
 
@@ -38,3 +39,13 @@ def reembed() -> tuple[Response, int]:
 @require_admin
 def reembed_status() -> tuple[Response, int]:
     return respond({"status": "success", **backlog.reembed_progress(services())})
+
+
+@bp.post("/admin/existing")
+@require_admin
+def existing() -> tuple[Response, int]:
+    """Which of these memory ids and edges already exist. A read: `automem import-automem` asks
+    before each batch, so a re-run writes only what is missing."""
+    svc = services()
+    body = parse(ExistingQuery, json_body(), svc.settings)
+    return respond({"status": "success", **svc.memories.existing(body)})

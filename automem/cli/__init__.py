@@ -31,6 +31,7 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     maintenance.add_reembed,
     maintenance.add_backup,
     maintenance.add_restore,
+    maintenance.add_import_automem,
     project.add_settings,
     project.add_docs,
     project.add_bench,

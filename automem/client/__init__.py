@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from automem.client._calls import Association, MemoryFields, NewMemory, RecallParams, UpdateFields
+from automem.client._calls import (
+    Association,
+    MemoryFields,
+    NewMemory,
+    RecallParams,
+    RelationKey,
+    UpdateFields,
+)
 from automem.client._core import RetryPolicy
 from automem.client.aio import AsyncAutomemClient
 from automem.client.errors import (
@@ -67,6 +74,7 @@ __all__ = [
     "PermissionDeniedError",
     "RateLimitError",
     "RecallParams",
+    "RelationKey",
     "RequestTimeout",
     "RetryPolicy",
     "ServerError",

@@ -24,6 +24,7 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    ExistingResult,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
@@ -290,6 +291,19 @@ def jobs() -> Call[JobsResponse]:
 
 def sync_vectors(every: bool) -> Call[SyncResult]:
     return Call("POST", "/admin/sync", model(SyncResult), json={"all": every}, admin=True)
+
+
+class RelationKey(TypedDict):
+    """An edge named by its endpoints and type (POST /admin/existing)."""
+
+    memory1_id: str
+    memory2_id: str
+    type: str
+
+
+def existing(ids: Sequence[str], relations: Sequence[RelationKey]) -> Call[ExistingResult]:
+    data = {"ids": list(ids), "relations": [dict(r) for r in relations]}
+    return Call("POST", "/admin/existing", model(ExistingResult), json=data, admin=True)
 
 
 def reembed(mode: Literal["missing", "all"]) -> Call[ReembedStarted]:

@@ -16,6 +16,7 @@ from automem.client._calls import (
     MemoryFields,
     NewMemory,
     RecallParams,
+    RelationKey,
     RestoreMode,
     RestoreVectors,
     TagMatch,
@@ -44,6 +45,7 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    ExistingResult,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
@@ -252,6 +254,13 @@ class AsyncAutomemClient(Base):
 
     async def sync_vectors(self, *, all: bool = False) -> SyncResult:
         return await self._run(calls.sync_vectors(all))
+
+    async def existing(
+        self, ids: Sequence[str] = (), relations: Sequence[RelationKey] = ()
+    ) -> ExistingResult:
+        """POST /admin/existing: which of these memory ids (up to 1000) and edges (up to 1000)
+        already exist; importers skip them."""
+        return await self._run(calls.existing(ids, relations))
 
     async def reembed(self, mode: Literal["missing", "all"] = "missing") -> ReembedStarted:
         return await self._run(calls.reembed(mode))

@@ -16,6 +16,7 @@ from automem.client._calls import (
     MemoryFields,
     NewMemory,
     RecallParams,
+    RelationKey,
     RestoreMode,
     RestoreVectors,
     TagMatch,
@@ -44,6 +45,7 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    ExistingResult,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
@@ -253,6 +255,11 @@ class AutomemClient(Base):
 
     def sync_vectors(self, *, all: bool = False) -> SyncResult:
         return self._run(calls.sync_vectors(all))
+
+    def existing(self, ids: Sequence[str] = (), relations: Sequence[RelationKey] = ()) -> ExistingResult:
+        """POST /admin/existing: which of these memory ids (up to 1000) and edges (up to 1000)
+        already exist; importers skip them."""
+        return self._run(calls.existing(ids, relations))
 
     def reembed(self, mode: Literal["missing", "all"] = "missing") -> ReembedStarted:
         return self._run(calls.reembed(mode))

@@ -451,6 +451,23 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
         cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {projection}"
         return [_doc(row, with_embedding) for row in self._ro(cypher, {"ids": list(ids)})]
 
+    def tenant_memory_ids(self, ids: Sequence[str], tenant: str) -> list[str]:
+        """The ids among `ids` that name a memory of `tenant`, deleted ones included (their ids
+        stay taken until purged)."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids AND m.tenant = $tenant RETURN m.id"
+        return [str(row[0]) for row in self._ro(cypher, {"ids": list(ids), "tenant": tenant})]
+
+    def existing_edges(self, rows: Sequence[dict[str, str]], tenant: str) -> list[tuple[str, str, str]]:
+        """The (a, b, type) of rows {a, b, type} for which (a)-[:type]->(b) exists in `tenant`."""
+        cypher = """
+        UNWIND $rows AS r
+        MATCH (a:Memory {id: r.a})-[e]->(b:Memory {id: r.b})
+        WHERE type(e) = r.type AND a.tenant = $tenant
+        RETURN DISTINCT r.a, r.b, r.type
+        """
+        found = self._ro(cypher, {"rows": list(rows), "tenant": tenant})
+        return [(str(a), str(b), str(t)) for a, b, t in found]
+
     def by_tag(
         self,
         tags: Sequence[str],
