@@ -147,7 +147,8 @@ def _number(value: Any) -> float | None:
 
 def _tags(value: Any, changes: Changes) -> list[str]:
     """AutoMem's tags as sent: a list of strings (a lone string is one tag, as AutoMem's POST
-    keeps it). Ours lower-cases, trims and de-duplicates them; a change is counted."""
+    keeps it). Ours lower-cases, trims and de-duplicates them; a change is counted. A tag holding
+    commas (which no AutoMem lookup could find: queries split on commas) becomes its parts."""
     if value is None:
         return []
     if not isinstance(value, str | list):
@@ -157,6 +158,9 @@ def _tags(value: Any, changes: Changes) -> list[str]:
     tags = [t for t in raw if isinstance(t, str)]
     if len(tags) != len(raw):
         changes.counts["tags_dropped"] += len(raw) - len(tags)
+    if any("," in t for t in tags):
+        changes.counts["tags_split"] += 1
+        tags = [part for t in tags for part in t.split(",") if part.strip()]
     if normalize_tags(tags) != tags:
         changes.counts["tags_changed"] += 1
     return tags

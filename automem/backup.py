@@ -33,12 +33,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from pydantic import ValidationError
 from tqdm import tqdm
 
 from automem import __version__
 from automem.errors import ConfigurationError, InvalidInput
+from automem.models import MemoryCreate
 from automem.stores.graph_lifecycle import NODE_KEYS, checked_name
 from automem.timeutil import now_iso
+from automem.validation import check_property_key, check_storable, check_uuid, check_vector
 
 if TYPE_CHECKING:
     from automem.services import Services
@@ -178,14 +181,25 @@ def file_chunks(path: Path) -> Iterator[bytes]:
 
 @dataclass
 class ArchiveCheck:
-    """Validates records in order; after `finish()` the archive is known to be complete and
-    well-formed, so a restore can wipe the target without risking a half-written store."""
+    """Validates records in order; after `finish()` the archive is known to be complete,
+    well-formed and self-consistent, so a restore can replace the store without discovering a
+    problem half-way.
 
+    With `settings` (a restore), every memory must pass the rules the API applies to a write
+    (`automem.validation`, through `MemoryCreate`) and the stored fields' own; ids are UUIDs and
+    unique, node keys unique per label, every edge joins two nodes of the archive and every
+    vector point belongs to one of its memories. Without (the CLI checking a download) only the
+    form is checked."""
+
+    settings: Settings | None = None
     header: dict[str, Any] | None = None
     counts: Counter[str] = field(default_factory=Counter)
     phase: int = -1
     ended: bool = False
     embeddings: int = 0  # memories carrying an embedding
+    memory_ids: set[str] = field(default_factory=set)
+    node_keys: dict[str, set[Any]] = field(default_factory=dict)
+    point_ids: set[str] = field(default_factory=set)
 
     @property
     def dimension(self) -> int:
@@ -233,8 +247,15 @@ class ArchiveCheck:
 
     def _memory(self, record: dict[str, Any]) -> None:
         props = _properties(record["props"])
-        if not isinstance(props.get("id"), str):
-            raise ValueError("props.id must be a string")
+        memory_id = props.get("id")
+        if not isinstance(memory_id, str) or check_uuid(memory_id) != memory_id:
+            raise ValueError(f"props.id {memory_id!r} is not a UUID in its canonical form")
+        if memory_id in self.memory_ids:
+            raise ValueError(f"memory {memory_id} appears twice")
+        self.memory_ids.add(memory_id)
+        self._keyed("Memory", memory_id)
+        if self.settings is not None:
+            check_stored_memory(props, self.settings)
         self._vector_of(record.get("embedding"))
         self.embeddings += record.get("embedding") is not None
 
@@ -244,11 +265,21 @@ class ArchiveCheck:
 
     def _node(self, record: dict[str, Any]) -> None:
         labels = record["labels"]
-        if not isinstance(labels, list) or not labels:
-            raise ValueError("labels must be a non-empty list")
+        if not isinstance(labels, list) or not labels or labels[0] not in _NODE_LABELS:
+            raise ValueError(f"labels must start with one of {', '.join(_NODE_LABELS)}")
         for label in labels:
             checked_name(label)
-        _properties(record["props"])
+        props = _properties(record["props"])
+        key = props.get(NODE_KEYS[labels[0]])
+        if not isinstance(key, str | int) or isinstance(key, bool):
+            raise ValueError(f"a :{labels[0]} node needs its key property {NODE_KEYS[labels[0]]!r}")
+        self._keyed(labels[0], key)
+
+    def _keyed(self, label: str, key: Any) -> None:
+        seen = self.node_keys.setdefault(label, set())
+        if key in seen:
+            raise ValueError(f"two :{label} nodes have the key {key!r}")
+        seen.add(key)
 
     def _edge(self, record: dict[str, Any]) -> None:
         checked_name(record["type"])
@@ -256,12 +287,20 @@ class ArchiveCheck:
             ref = _mapping(record[end])
             if ref.get("label") not in NODE_KEYS or not isinstance(ref.get("key"), str | int):
                 raise ValueError(f"{end} must name a node by label ({', '.join(NODE_KEYS)}) and key")
+            if self.settings is not None and ref["key"] not in self.node_keys.get(ref["label"], ()):
+                raise ValueError(f"{end} names :{ref['label']} {ref['key']!r}, which is not in the archive")
         _properties(record["props"])
 
     def _vector(self, record: dict[str, Any]) -> None:
-        if not isinstance(record["id"], str):
+        point_id = record["id"]
+        if not isinstance(point_id, str):
             raise ValueError("id must be a string")
-        _mapping(record["payload"])
+        if self.settings is not None and point_id not in self.memory_ids:
+            raise ValueError(f"vector point {point_id!r} belongs to no memory of the archive")
+        if point_id in self.point_ids:
+            raise ValueError(f"vector point {point_id!r} appears twice")
+        self.point_ids.add(point_id)
+        check_storable(_mapping(record["payload"]), "payload")
         self._vector_of(record.get("vector"))
 
     def _end(self, record: dict[str, Any]) -> None:
@@ -275,12 +314,11 @@ class ArchiveCheck:
         self.ended = True
 
     def _vector_of(self, vector: Any) -> None:
-        if vector is None:
-            return
-        if not isinstance(vector, list) or not all(isinstance(v, int | float) for v in vector):
-            raise ValueError("a vector must be a list of numbers")
-        if len(vector) != self.dimension:
-            raise ValueError(f"a vector of {len(vector)} dimensions in a {self.dimension}-d archive")
+        if vector is not None:
+            try:
+                check_vector(vector, self.dimension)
+            except ValueError as exc:
+                raise ValueError(f"a vector {exc}") from exc
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -293,15 +331,61 @@ _SCALARS = (str, int, float, bool)
 
 
 def _properties(value: Any) -> dict[str, Any]:
-    """Graph properties: scalars or lists of scalars (what FalkorDB can store)."""
+    """Graph properties: identifier keys, scalars or lists of scalars (what FalkorDB can store),
+    text and numbers the stores can hold."""
     props = _mapping(value)
     for key, item in props.items():
+        check_property_key(key)
         if isinstance(item, list):
             if not all(isinstance(x, _SCALARS) for x in item):
                 raise ValueError(f"property {key!r} holds a list of non-scalars")
         elif not isinstance(item, _SCALARS):
             raise ValueError(f"property {key!r} is not a scalar or a list of scalars")
+    check_storable(props, "props")
     return props
+
+
+_STATES = ("active", "deleted", "archived")
+# Labels of the nodes besides memories (memory records carry those).
+_NODE_LABELS = tuple(label for label in NODE_KEYS if label != "Memory")
+# A stored memory's fields as the API takes them: an archive's memory must pass the same rules.
+_WRITABLE = (
+    "content", "type", "confidence", "tags", "importance", "timestamp", "t_valid", "t_invalid",
+    "updated_at", "last_accessed",
+)  # fmt: skip
+
+
+def check_stored_memory(props: dict[str, Any], settings: Settings) -> None:
+    """A memory node's properties, held to the rules of a write through the API and to the stored
+    fields' own (state, counters, tenant, metadata as JSON text of an object)."""
+    if props.get("state") not in _STATES:
+        raise ValueError(f"state {props.get('state')!r} is not one of {', '.join(_STATES)}")
+    for counter in ("version", "rev"):
+        value = props.get(counter)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{counter} must be a positive integer")
+    if not isinstance(props.get("tenant"), str) or not props["tenant"]:
+        raise ValueError("tenant must be a non-empty string")
+    body = {name: props[name] for name in _WRITABLE if props.get(name) is not None}
+    body["metadata"] = _metadata_object(props.get("metadata"))
+    try:
+        MemoryCreate.model_validate(body, context={"settings": settings})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "memory"
+        raise ValueError(f"{where}: {first.get('msg', 'invalid')}") from exc
+
+
+def _metadata_object(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError as exc:
+        raise ValueError("metadata is not JSON text") from exc
+    if not isinstance(value, dict):
+        raise ValueError("metadata is not the JSON text of an object")
+    return value
 
 
 def checked_records(chunks: Iterable[bytes], check: ArchiveCheck | None = None) -> Iterator[dict[str, Any]]:

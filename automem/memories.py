@@ -32,6 +32,7 @@ from automem.stores.graph import CreateOutcome, GraphStore
 from automem.stores.queue import JobQueue
 from automem.tags import SESSION_KEYS, canonical_prefix, sequence_scope, tag_prefixes
 from automem.timeutil import format_utc, now_iso, utc_now
+from automem.validation import check_validity
 from automem.vectorsync import VectorSync
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,7 @@ class MemoryService:
             # The history's `created` event is read from these (no event node on the ingest path).
             "created_by": change.actor,
         }
+        _check_interval(props["t_valid"], props["t_invalid"], field_prefix)
         if change.reason:
             props["created_reason"] = change.reason
         if embedding is not None:
@@ -472,6 +474,7 @@ class MemoryService:
             props["t_invalid"] = body.t_invalid  # an explicit null clears the end of validity
         if "t_valid" in given:
             props["t_valid"] = body.t_valid or props.get("timestamp") or current.timestamp
+        _check_interval(props.get("t_valid", current.t_valid), props.get("t_invalid", current.t_invalid))
         return props, new_hash
 
     def _after_update(self, doc: MemoryRecord, content_changed: bool, embedding_given: bool) -> None:
@@ -585,6 +588,15 @@ def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
         reason="version_conflict",
         extra={"current_version": current},
     )
+
+
+def _check_interval(t_valid: str | None, t_invalid: str | None, field_prefix: str = "") -> None:
+    """The interval the memory will hold (defaults and stored values included) must end after it
+    starts."""
+    try:
+        check_validity(t_valid, t_invalid)
+    except ValueError as exc:
+        raise InvalidInput(f"{field_prefix}t_invalid: {exc}", field=f"{field_prefix}t_invalid") from exc
 
 
 def _merge_metadata(stored: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

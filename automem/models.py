@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-import numpy as np
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -35,7 +34,7 @@ from automem.errors import InvalidInput
 from automem.relations import ALL_TYPES, AUTHORABLE, canonical_relation
 from automem.settings import Settings
 from automem.tags import normalize_tags, split_tag_input
-from automem.timeutil import normalize_iso
+from automem.validation import check_storable, check_tag, check_time, check_validity, check_vector, visible
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,10 +54,7 @@ def _iso(value: Any) -> Any:
         return None
     if not isinstance(value, str):
         raise ValueError("must be an ISO 8601 date-time string")
-    try:
-        return normalize_iso(value)
-    except ValueError as exc:
-        raise ValueError(f"not a valid ISO 8601 date-time: {value!r}") from exc
+    return check_time(value)
 
 
 IsoTime = Annotated[
@@ -104,6 +100,7 @@ def _json_depth(value: Any, depth: int = 1) -> int:
 
 
 def check_metadata(value: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    check_storable(value, "metadata")
     encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     if len(encoded.encode()) > settings.max_metadata_bytes:
         raise ValueError(f"metadata is larger than {settings.max_metadata_bytes} bytes as JSON")
@@ -120,10 +117,7 @@ def check_tags(value: Any, settings: Settings) -> list[str]:
     tags = normalize_tags(split_tag_input(value))
     if len(tags) > settings.max_tags:
         raise ValueError(f"at most {settings.max_tags} tags are allowed")
-    too_long = [t for t in tags if len(t) > settings.max_tag_length]
-    if too_long:
-        raise ValueError(f"a tag is longer than {settings.max_tag_length} characters")
-    return tags
+    return [check_tag(tag, settings.max_tag_length) for tag in tags]
 
 
 def clamp_int(value: Any, low: int, high: int, default: int) -> int:
@@ -172,16 +166,10 @@ def check_embedding(value: Any) -> list[float] | None:
             value = [float(v) for v in value.split(",") if v.strip()]
         except ValueError as exc:
             raise ValueError("embedding must be an array of numbers") from exc
-    if not isinstance(value, list) or not value:
-        raise ValueError("embedding must be a non-empty array of numbers")
-    # Exact types: bool is an int subclass but not a number here.
-    if not {type(v) for v in value} <= {float, int}:
-        raise ValueError("embedding must be an array of numbers")
-    array = np.asarray(value, dtype=np.float64)
-    if not np.isfinite(array).all():
-        raise ValueError("embedding must not contain NaN or infinity")
-    floats: list[float] = array.tolist()
-    return floats
+    try:
+        return check_vector(value)
+    except ValueError as exc:
+        raise ValueError(f"embedding {exc}") from exc
 
 
 class _Body(BaseModel):
@@ -190,6 +178,8 @@ class _Body(BaseModel):
 
 class _MemoryFields(_Body):
     """Fields shared by create and update."""
+
+    VALID_FROM_EVENT_TIME: ClassVar[bool] = False
 
     type: StrictStr | None = None
     confidence: UnitFloat | None = None
@@ -228,13 +218,24 @@ class _MemoryFields(_Body):
     def _embedding(cls, value: Any) -> list[float] | None:
         return check_embedding(value)
 
+    @field_validator("t_invalid")
+    @classmethod
+    def _after_t_valid(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """A validity interval ends after it starts; a new memory's starts at its event time
+        unless given (an update's is checked against the stored one by the memory service)."""
+        start = info.data.get("t_valid")
+        if start is None and cls.VALID_FROM_EVENT_TIME:
+            start = info.data.get("timestamp")
+        check_validity(start, value)
+        return value
+
 
 def _content(value: Any, info: ValidationInfo) -> str:
     if not isinstance(value, str):
         raise ValueError("content must be a string")
-    text = value.strip()
+    text = visible(value)
     if not text:
-        raise ValueError("content must not be empty")
+        raise ValueError("content must not be empty (whitespace and zero-width characters alone are)")
     limit = _settings(info).content_hard_limit
     if len(text) > limit:
         raise ValueError(
@@ -244,6 +245,8 @@ def _content(value: Any, info: ValidationInfo) -> str:
 
 
 class MemoryCreate(_MemoryFields):
+    VALID_FROM_EVENT_TIME: ClassVar[bool] = True
+
     content: ContentField
     id: StrictStr | None = None
 

@@ -1,25 +1,35 @@
 """Restore a store from a backup archive (POST /admin/restore, `automem restore FILE`).
 
-1. The archive is spooled to a temporary file while it is validated line by line (gzip integrity,
-   record shapes and order, the end record's counts): a corrupt or truncated archive answers 400
-   and the store is left exactly as it was. Nothing is held in memory but one batch.
+The guarantee: a restore either replaces the store with exactly the archive's contents or
+refuses and leaves the store exactly as it was. A crash of any one process at any moment leaves
+the old graph or the new one whole, never a mix.
+
+1. Validate the whole archive before touching anything. It is spooled to a temporary file
+   while it is checked line by line: gzip integrity, record shapes and order, the end record's
+   counts, every value storable (finite numbers within float32 for vectors, no NUL or lone
+   surrogates, property keys that are identifiers, times in years 1000-9000, UUID ids), ids
+   unique, every edge's endpoints and every vector's memory present in the archive. Any fault
+   answers 400 naming the line; nothing is held in memory but one batch.
 2. The target must hold no memories, history or vector points (409 `store_not_empty`) unless
    `mode=replace`; its embedding dimension must match the archive's (409 `dimension_mismatch`).
-3. The graph is deleted (indexes included) and re-created with its indexes, the vector collection
-   is dropped and re-created, waiting queue work and stored idempotent responses are dropped.
-4. Nodes (memories with their embeddings, history events, entities, patterns, consolidation
-   runs) are written in batches, then edges (matched by their endpoints' keys; an edge whose
-   endpoint is not in the archive is skipped and counted), then the archive's vector points.
-5. Vectors: every point missing or older than its memory is rebuilt from the graph (the
-   existing repair path); with `vectors=graph`, or an archive without points, that rebuilds all.
-6. Reconcile queues embedding and enrichment for whatever still lacks it.
+3. Build the archive's graph in a staging graph beside the live one (same indexes and unique
+   constraints) and check it took every record (500 `restore_incomplete` otherwise, staging
+   deleted, live store untouched).
+4. Commit: one atomic MULTI renames live -> previous and staging -> live, then drops previous.
+   Before this step nothing visible changed; after it the graph is the archive's.
+5. Drop queued work and stored idempotent answers (they were about the old store).
+6. Vectors are derived: the collection is re-created and filled from the archive's points, or
+   (with `vectors=graph`, an archive without points, or a failure writing them) rebuilt from
+   the restored graph by the repair path.
+7. Reconcile queues embedding and enrichment for whatever still lacks it.
 
-Only one restore runs at a time (a Redis lock). A failure while writing (a store going away)
-leaves a partial store: repeat the restore with `mode=replace`.
+Only one restore runs at a time (a Redis lock). A staging graph left by a killed restore is
+removed by the next restore; until then it is invisible to the service.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import tempfile
 from collections import defaultdict
@@ -29,12 +39,15 @@ from typing import IO, TYPE_CHECKING, Any
 
 from automem.backlog import queue_missing_work
 from automem.backup import CHUNK, ArchiveCheck, checked_records
-from automem.errors import Conflict
+from automem.errors import AutomemError, Conflict
+from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint
 from automem.vectorsync import keyword_text
 
 if TYPE_CHECKING:
     from automem.services import Services
+
+log = logging.getLogger(__name__)
 
 LOCK = "automem:restore:running"
 LOCK_SECONDS = 6 * 3600
@@ -42,40 +55,45 @@ NODE_BATCH = 500
 EDGE_BATCH = 1000
 
 
+class RestoreIncomplete(AutomemError):
+    """The staging graph did not take the whole archive; the live store is unchanged."""
+
+    status = 500
+    reason = "restore_incomplete"
+
+
 def restore_archive(
     svc: Services, chunks: Iterable[bytes], mode: str = "empty", vectors: str = "archive"
 ) -> dict[str, Any]:
-    """Validate the archive in `chunks`, then rebuild the store from it (see the module doc)."""
+    """Validate the archive in `chunks`, then replace the store with it (see the module doc)."""
     with _restore_lock(svc), tempfile.TemporaryFile(prefix="automem-restore-") as spool:
         if mode != "replace":
             _require_empty(svc)  # before reading the upload: fail fast
-        check = ArchiveCheck()
+        check = ArchiveCheck(settings=svc.settings)
         for _ in checked_records(_tee(chunks, spool), check):
             pass
         _require_compatible(svc, check)
         if mode != "replace":
             _require_empty(svc)
-        dropped = _wipe(svc)
-        spool.seek(0)
-        writer = _Writer(svc, use_vectors=vectors == "archive")
-        for record in checked_records(_read(spool)):
-            writer.add(record)
-        writer.flush_all()
+        writer = _staged_graph(svc, spool, check)
+        svc.graph.swap_in(writer.graph)  # the commit point: before it nothing changed
+        dropped = _reset_work(svc)
+        points = _rebuild_vectors(svc, spool, writer.texts, use_archive=vectors == "archive")
     repaired = svc.sync.repair() if svc.vectors is not None else 0
     queued = queue_missing_work(svc)
     header = check.header or {}
     return {
         "status": "success",
         "mode": mode,
-        "vectors_source": "archive" if writer.counts["vector"] else "graph",
+        "vectors_source": "archive" if points else "graph",
         "restored": {
             "memories": writer.counts["memory"],
             "events": writer.counts["event"],
             "nodes": writer.counts["node"],
             "edges": writer.counts["edge"],
-            "vectors": writer.counts["vector"],
+            "vectors": points,
         },
-        "skipped_edges": writer.skipped_edges,
+        "skipped_edges": 0,
         "vectors_rebuilt_from_graph": repaired,
         "dropped_jobs": dropped,
         "queued": queued,
@@ -87,6 +105,69 @@ def restore_archive(
         },
         "warnings": _warnings(svc, header),
     }
+
+
+def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> _Writer:
+    """The archive's graph, written into a staging graph beside the live one and checked
+    complete (every record became a node or an edge); on any failure the staging graph is
+    deleted and the live store was never touched."""
+    staging = svc.graph.sibling("restore")
+    staging.wipe()  # what an interrupted restore left
+    try:
+        staging.ensure_schema(svc.embedder.dimension)
+        staging.ensure_consolidation_schema()
+        spool.seek(0)
+        writer = _Writer(staging)
+        for record in checked_records(_read(spool)):
+            writer.add(record)
+        writer.flush()
+        writer.require_complete(check)
+    except BaseException:
+        staging.wipe()
+        raise
+    return writer
+
+
+def _reset_work(svc: Services) -> int:
+    """Queued work and stored idempotent answers were about the old store; returns jobs dropped."""
+    dropped = svc.jobs.clear()
+    svc.idempotency.clear()
+    return dropped
+
+
+def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use_archive: bool) -> int:
+    """The vector store is derived: emptied and refilled with the archive's points (`use_archive`)
+    or left for the repair from the graph that follows. A failure here is repaired from the graph
+    (the restored source of truth) rather than failing a restore that has already committed."""
+    if svc.vectors is None:
+        return 0
+    svc.vectors.drop()
+    svc.vectors.ensure_collection(svc.embedder.dimension)
+    if not use_archive:
+        return 0
+    written = 0
+    try:
+        spool.seek(0)
+        batch: list[VectorPoint] = []
+        for record in checked_records(_read(spool)):
+            if record["kind"] == "vector":
+                batch.append(_point(record, texts))
+            if len(batch) >= NODE_BATCH:
+                svc.vectors.upsert(batch)
+                written, batch = written + len(batch), []
+        svc.vectors.upsert(batch)
+        return written + len(batch)
+    except Exception:
+        log.exception("writing the archive's vector points failed; rebuilding them from the graph")
+        svc.sync.repair(force=True)
+        return 0
+
+
+def _point(record: dict[str, Any], texts: dict[str, str]) -> VectorPoint:
+    payload = record["payload"]
+    # Older archives carried content in fat payloads.
+    text = texts.get(record["id"]) or keyword_text(payload.get("content"), payload.get("timestamp"))
+    return VectorPoint(record["id"], record.get("vector"), payload, text)
 
 
 @contextmanager
@@ -132,19 +213,6 @@ def _require_compatible(svc: Services, check: ArchiveCheck) -> None:
         )
 
 
-def _wipe(svc: Services) -> int:
-    """Empty graph (schema re-created), vector collection and queued work; returns jobs dropped."""
-    svc.graph.wipe()
-    svc.graph.ensure_schema(svc.embedder.dimension)
-    svc.graph.ensure_consolidation_schema()
-    if svc.vectors is not None:
-        svc.vectors.drop()
-        svc.vectors.ensure_collection(svc.embedder.dimension)
-    dropped = svc.jobs.clear()
-    svc.idempotency.clear()
-    return dropped
-
-
 def _tee(chunks: Iterable[bytes], spool: IO[bytes]) -> Iterator[bytes]:
     for chunk in chunks:
         spool.write(chunk)
@@ -157,27 +225,24 @@ def _read(spool: IO[bytes]) -> Iterator[bytes]:
 
 
 class _Writer:
-    """Buffers records by kind and writes them in batches, nodes before edges before vectors."""
+    """Writes the archive's graph records into a graph store in batches, nodes before edges,
+    and keeps each memory's keyword text for its vector point."""
 
-    def __init__(self, svc: Services, use_vectors: bool) -> None:
-        self.svc = svc
-        self.use_vectors = use_vectors
+    def __init__(self, graph: GraphStore) -> None:
+        self.graph = graph
         self.memories: list[dict[str, Any]] = []
         self.nodes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         self.edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-        self.points: list[VectorPoint] = []
         # The keyword index's text of each memory: vector payloads carry filter fields only.
         self.texts: dict[str, str] = {}
         self.counts: dict[str, int] = defaultdict(int)
-        self.skipped_edges = 0
 
     def add(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "memory":
-            self.memories.append({"props": record["props"], "embedding": record.get("embedding")})
-            if self.use_vectors:
-                props = record["props"]
-                self.texts[str(props.get("id"))] = keyword_text(props.get("content"), props.get("timestamp"))
+            props = record["props"]
+            self.memories.append({"props": props, "embedding": record.get("embedding")})
+            self.texts[str(props["id"])] = keyword_text(props.get("content"), props.get("timestamp"))
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):
@@ -188,30 +253,21 @@ class _Writer:
         elif kind == "edge":
             self._flush_all_nodes()
             key = (record["type"], record["from"]["label"], record["to"]["label"])
-            row = {"a": record["from"]["key"], "b": record["to"]["key"], "props": record["props"]}
-            self.edges[key].append(row)
+            self.edges[key].append(
+                {"a": record["from"]["key"], "b": record["to"]["key"], "props": record["props"]}
+            )
             if len(self.edges[key]) >= EDGE_BATCH:
                 self._flush_edges(key)
-        elif kind == "vector" and self.use_vectors:
-            self.flush_edges()
-            payload = record["payload"]
-            # Older archives carried content in fat payloads.
-            text = self.texts.get(record["id"]) or keyword_text(
-                payload.get("content"), payload.get("timestamp")
-            )
-            self.points.append(VectorPoint(record["id"], record.get("vector"), payload, text))
-            if len(self.points) >= NODE_BATCH:
-                self._flush_points()
 
     def _flush_memories(self) -> None:
         if self.memories:
-            self.counts["memory"] += self.svc.graph.restore_memories(self.memories)
+            self.counts["memory"] += self.graph.restore_memories(self.memories)
             self.memories = []
 
     def _flush_nodes(self, labels: tuple[str, ...], kind: str) -> None:
         rows = self.nodes.pop(labels, [])
         if rows:
-            self.counts[kind] += self.svc.graph.restore_nodes(labels, rows)
+            self.counts[kind] += self.graph.restore_nodes(labels, rows)
 
     def _flush_all_nodes(self) -> None:
         self._flush_memories()
@@ -221,24 +277,23 @@ class _Writer:
     def _flush_edges(self, key: tuple[str, str, str]) -> None:
         rows = self.edges.pop(key, [])
         if rows:
-            created = self.svc.graph.restore_edges(*key, rows)
-            self.counts["edge"] += created
-            self.skipped_edges += len(rows) - created
+            self.counts["edge"] += self.graph.restore_edges(*key, rows)
 
-    def flush_edges(self) -> None:
+    def flush(self) -> None:
         self._flush_all_nodes()
         for key in list(self.edges):
             self._flush_edges(key)
 
-    def _flush_points(self) -> None:
-        if self.points and self.svc.vectors is not None:
-            self.svc.vectors.upsert(self.points)
-            self.counts["vector"] += len(self.points)
-        self.points = []
-
-    def flush_all(self) -> None:
-        self.flush_edges()
-        self._flush_points()
+    def require_complete(self, check: ArchiveCheck) -> None:
+        """Every record of the archive became a node or an edge (the archive was checked whole,
+        so a shortfall means the store refused something: the restore stops here)."""
+        short = {k: (check.counts[k], self.counts[k]) for k in ("memory", "event", "node", "edge")}
+        short = {k: v for k, v in short.items() if v[0] != v[1]}
+        if short:
+            raise RestoreIncomplete(
+                "the restore stopped before changing the store: the graph took "
+                + ", ".join(f"{got} of {want} {kind} records" for kind, (want, got) in short.items())
+            )
 
 
 def _warnings(svc: Services, header: dict[str, Any]) -> list[str]:

@@ -169,9 +169,7 @@ def protection(doc: MemoryRecord, now: datetime, settings: Settings) -> str | No
     if doc.type in PROTECTED_TYPES:
         return "type"
     ages = [
-        a
-        for a in (_days_between(now, doc.timestamp), _days_between(now, doc.created_at))
-        if a is not None
+        a for a in (_days_between(now, doc.timestamp), _days_between(now, doc.created_at)) if a is not None
     ]
     if not ages or min(ages) < settings.consolidation_grace_period_days:
         return "grace_period"

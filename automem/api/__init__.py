@@ -16,6 +16,7 @@ from automem.errors import InvalidInput
 from automem.history import Change, api_key_actor, checked_reason
 from automem.idempotency import fingerprint
 from automem.services import Services
+from automem.validation import storable_problem, text_problem
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -44,36 +45,22 @@ def json_body() -> Any:
 
 
 def check_storable(value: Any, field: str) -> None:
-    """400 for text the stores cannot hold: FalkorDB takes query parameters as C strings (a NUL
-    cuts the query and fails it) and every store wants UTF-8 (a lone surrogate, which a JSON
-    `\\ud800` escape decodes to, has no encoding). Keys count too; `field` names the place."""
-    if isinstance(value, str):
-        _check_text(value, field or "body")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            path = f"{field}.{key}" if field else str(key)
-            _check_text(str(key), path)
-            check_storable(item, path)
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            check_storable(item, f"{field}[{n}]" if field else f"[{n}]")
+    """400 for text the stores cannot hold (`automem.validation`: a NUL, a lone surrogate), keys
+    included; `field` names the place."""
+    found = storable_problem(value, field)
+    if found and found[1].endswith(("NUL character", "surrogate")):
+        where = _printable(found[0] or "body")
+        raise InvalidInput(f"{where} {found[1]}", field=where)
 
 
 def check_query_text() -> None:
     """The query string's share of `check_storable` (it decodes to no surrogates, but %00 is NUL)."""
     for key, values in request.args.lists():
         for value in (key, *values):
-            _check_text(value, key)
-
-
-def _check_text(text: str, field: str) -> None:
-    if "\x00" in text:
-        raise InvalidInput(f"{_printable(field)} contains a NUL character", field=_printable(field))
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        name = _printable(field)
-        raise InvalidInput(f"{name} contains an unpaired UTF-16 surrogate", field=name) from exc
+            problem = text_problem(value)
+            if problem:
+                name = _printable(key)
+                raise InvalidInput(f"{name} {problem}", field=name)
 
 
 def _printable(field: str) -> str:

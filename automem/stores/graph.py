@@ -78,6 +78,7 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 # Lookups by many ids are written `MATCH (m:Memory) WHERE m.id IN $ids` followed by `WITH m`
 # before any traversal: with `UNWIND $ids ... MATCH (m {id: x})-[r]->(n)` FalkorDB's planner may
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
+_UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"))
 _RANGE_INDEXES = {
     "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state", "seq_scope"),
     "Entity": ("key",),
@@ -213,8 +214,39 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             for prop in props:
                 if (label, "range", prop) not in existing:
                     self._create_index(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+        self._ensure_unique_keys()
         if dimension:
             self._ensure_vector_index(dimension, existing)
+
+    def _ensure_unique_keys(self) -> None:
+        """One node per memory id and per entity key, held by FalkorDB itself: no write path (a
+        race, a restore, an import) can make two (each key has its range index above)."""
+        for label, prop in _UNIQUE_KEYS:
+            try:
+                command = ("GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label)
+                self.db.connection.execute_command(*command, "PROPERTIES", 1, prop)
+            except redis.exceptions.ResponseError as exc:
+                if "already exists" not in str(exc).lower():
+                    raise
+
+    # --- a whole graph at once: restores build a staging graph and swap it in ----------------------
+    def sibling(self, suffix: str) -> GraphStore:
+        """A store on the graph named `<this graph>__<suffix>` (same server)."""
+        return GraphStore(self.db, f"{self.graph_name}__{suffix}", (self.read_timeout_ms or 0) / 1000)
+
+    def swap_in(self, staging: GraphStore) -> None:
+        """Make `staging`'s graph this one, atomically: one MULTI renames this graph aside and the
+        staging graph into its name (a crash leaves either the old graph or the new one, whole),
+        then the old one is deleted. Every process keeps addressing the graph by name."""
+        aside = self.sibling("previous")
+        aside.wipe()
+        connection = self.db.connection
+        with connection.pipeline(transaction=True) as pipe:
+            if connection.exists(self.graph_name):
+                pipe.rename(self.graph_name, aside.graph_name)
+            pipe.rename(staging.graph_name, self.graph_name)
+            pipe.execute()
+        aside.wipe()
 
     def _ensure_vector_index(self, dimension: int, existing: dict[tuple[str, str, str], Any]) -> None:
         options = existing.get(("Memory", "vector", "embedding"))
@@ -912,9 +944,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             ]
         return " AND ".join(parts), params
 
-    def list_memories(
-        self, flt: RecallFilter, order: ListOrder, limit: int
-    ) -> list[MemoryRecord]:
+    def list_memories(self, flt: RecallFilter, order: ListOrder, limit: int) -> list[MemoryRecord]:
         """Memories in the filter's scope, for recall without a query."""
         scoped = bool(flt.tags) and flt.tag_mode == "any"
         where, params = self.filter_clause(flt, tags=not scoped)

@@ -367,9 +367,7 @@ def test_a_lagging_payload_never_answers(api: Api, services: Services, jobs: Any
     # Change the graph behind the vector store's back: its payload now lags by one rev.
     doc = services.graph.get_memory(memory_id)
     assert doc is not None
-    services.graph.update_memory(
-        memory_id, {"importance": 0.95, "tags": ["infra", "moved"]}, doc.version
-    )
+    services.graph.update_memory(memory_id, {"importance": 0.95, "tags": ["infra", "moved"]}, doc.version)
     lagging = recall(api, query="staging cluster spot instances")
     memory = lagging["results"][0]["memory"]
     assert memory["importance"] == 0.95

@@ -113,9 +113,7 @@ class TinyGraph:
     # --- SupersessionReads ------------------------------------------------------------------------
     def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
         found = [
-            e
-            for e in self.edges
-            if e.a in ids and e.type in types and self.memories[e.b].state != "deleted"
+            e for e in self.edges if e.a in ids and e.type in types and self.memories[e.b].state != "deleted"
         ]
         found.sort(key=lambda e: e.at, reverse=True)
         return [(e.a, e.b, e.type) for e in found]

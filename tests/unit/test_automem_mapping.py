@@ -75,8 +75,9 @@ def test_tags_are_sent_as_given_and_changes_counted() -> None:
     assert changes.counts["tags_changed"] == 0
     item, changes = mapped(tags=["ok", 3, None])
     assert item["tags"] == ["ok"] and changes.counts["tags_dropped"] == 2
-    item, _ = mapped(tags="one, tag")  # AutoMem's POST keeps a string as one tag
-    assert item["tags"] == ["one, tag"]
+    item, changes = mapped(tags="one, tag")  # AutoMem's POST keeps a string as one tag ...
+    assert item["tags"] == ["one", " tag"]  # ... that no lookup finds: ours splits it
+    assert changes.counts["tags_split"] == 1
 
 
 def test_metadata_json_string_becomes_an_object() -> None:

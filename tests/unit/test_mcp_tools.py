@@ -35,7 +35,6 @@ def test_the_literal_enums_are_the_registries() -> None:
     assert set(RelationName.__args__) == set(AUTHORABLE)  # type: ignore[attr-defined]
 
 
-
 # --- without a server: the rendering helpers and the tools' SDK calls ----------------------------
 def sample() -> RecallOutput:
     linked = RelationOutput(type="PREFERS_OVER", direction="outgoing", memory_id="m2", content="MongoDB")

@@ -59,7 +59,13 @@ def test_default_policy_sleeps_half_one_and_two_seconds_then_gives_up() -> None:
         (
             (
                 400,
-                {"status": "error", "code": 400, "message": "bad", "reason": "invalid_input", "field": "tags"},  # noqa: E501
+                {
+                    "status": "error",
+                    "code": 400,
+                    "message": "bad",
+                    "reason": "invalid_input",
+                    "field": "tags",
+                },
             ),
             BadRequestError,
             400,
