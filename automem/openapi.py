@@ -16,6 +16,7 @@ from flask import Flask
 from pydantic import BaseModel, ConfigDict, Field
 
 from automem import __version__
+from automem.graphview import NeighborsQuery, SnapshotQuery
 from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
@@ -43,6 +44,11 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    GraphNeighbors,
+    GraphRelations,
+    GraphSnapshot,
+    GraphStats,
+    GraphTypes,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
@@ -224,6 +230,23 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         admin=True,
         produces="application/gzip",
     ),
+    ("GET", "/graph/snapshot"): Operation(
+        "Memories and their edges for a graph viewer (bounded: the most important first)",
+        query=SnapshotQuery,
+        response=GraphSnapshot,
+    ),
+    ("GET", "/graph/neighbors/<memory_id>"): Operation(
+        "A memory's graph neighbours (depth 1-3) and nearest memories by embedding",
+        query=NeighborsQuery,
+        response=GraphNeighbors,
+    ),
+    ("GET", "/graph/stats"): Operation(
+        "Counts by type and relation, importance bands, the last 7 days", response=GraphStats
+    ),
+    ("GET", "/graph/types"): Operation("Memory types and their colours", response=GraphTypes),
+    ("GET", "/graph/relations"): Operation(
+        "Public relation types and their colours", response=GraphRelations
+    ),
     ("POST", "/admin/restore"): Operation(
         "Rebuild the store from a backup archive (the request body)",
         query=RestoreQuery,
@@ -367,9 +390,16 @@ def _query_parameters(model: type[BaseModel], schemas: dict[str, Any]) -> list[d
     ]
 
 
+# Path parameters other than memory ids (those are UUIDs).
+_PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+    "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 200},
+}
+_UUID = {"type": "string", "format": "uuid"}
+
+
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
     return [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+        {"name": name, "in": "path", "required": True, "schema": _PATH_SCHEMAS.get(name, _UUID)}
         for name in re.findall(r"<(?:[^:>]+:)?([^>]+)>", rule)
     ]
 

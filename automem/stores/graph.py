@@ -25,6 +25,7 @@ from automem.record import MEMORY_FIELDS, MemoryRecord
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
+from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import format_utc, parse_iso
 
@@ -159,7 +160,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
+class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str, timeout_seconds: float = 0.0) -> None:
