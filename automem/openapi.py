@@ -16,6 +16,13 @@ from flask import Flask
 from pydantic import BaseModel, ConfigDict, Field
 
 from automem import __version__
+from automem.entities import (
+    EntitiesQuery,
+    EntityAuditQuery,
+    EntityMergeBody,
+    EntityQuery,
+    MergeCandidatesQuery,
+)
 from automem.graphview import NeighborsQuery, SnapshotQuery
 from automem.insights import StartupRecallQuery
 from automem.models import (
@@ -44,6 +51,10 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    EntitiesResponse,
+    EntityAuditResponse,
+    EntityMergeResult,
+    EntityResponse,
     GraphNeighbors,
     GraphRelations,
     GraphSnapshot,
@@ -53,6 +64,7 @@ from automem.schemas import (
     HistoryResponse,
     JobsResponse,
     MemoryResult,
+    MergeCandidatesResponse,
     RecallResponse,
     RecoverResult,
     ReembedProgress,
@@ -247,6 +259,31 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ("GET", "/graph/relations"): Operation(
         "Public relation types and their colours", response=GraphRelations
     ),
+    ("GET", "/entities"): Operation(
+        "Entities enrichment extracted, most mentioned first", query=EntitiesQuery, response=EntitiesResponse
+    ),
+    ("GET", "/entity/<slug>"): Operation(
+        "An entity by slug or alias, with the memories mentioning it",
+        query=EntityQuery,
+        response=EntityResponse,
+    ),
+    ("GET", "/entities/merge-candidates"): Operation(
+        "Pairs of entities that may be one (for review)",
+        query=MergeCandidatesQuery,
+        response=MergeCandidatesResponse,
+    ),
+    ("GET", "/entities/audit"): Operation(
+        "Dry run: entity tags on memories and whether they pass the quality rules",
+        query=EntityAuditQuery,
+        admin=True,
+        response=EntityAuditResponse,
+    ),
+    ("POST", "/entity/<slug>/merge"): Operation(
+        "Merge an entity into another on every memory (history recorded, aliases kept)",
+        body=EntityMergeBody,
+        admin=True,
+        response=EntityMergeResult,
+    ),
     ("POST", "/admin/restore"): Operation(
         "Rebuild the store from a backup archive (the request body)",
         query=RestoreQuery,
@@ -260,7 +297,7 @@ _ERRORS = {
     400: "invalid input (names the field)",
     401: "missing or wrong API key",
     403: "admin token required",
-    404: "unknown memory",
+    404: "unknown memory or entity",
     409: "version conflict or duplicate id",
     413: "body too large",
     429: "too many write requests (see Retry-After)",

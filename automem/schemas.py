@@ -358,6 +358,98 @@ class GraphRelations(Success):
     colors: dict[str, str]
 
 
+# --- entities -------------------------------------------------------------------------------------
+class EntityInfo(_Model):
+    """An entity enrichment extracted (AutoMem's `id` is its tag, its kind is `category`)."""
+
+    id: str = Field(description="entity:<category>:<slug>")
+    slug: str
+    name: str | None = None
+    category: str
+    kind: str | None = None
+    tag: str | None = None
+    key: str | None = None
+    aliases: list[str] = []
+    alias_names: list[str] = []
+    reference_count: int = Field(description="MENTIONS edges (memories not yet purged)")
+    memory_count: int | None = Field(None, description="active memories mentioning it")
+    created_at: str | None = None
+    merged_into: str | None = None
+    merged_at: str | None = None
+
+
+class EntitiesResponse(Success):
+    """GET /entities."""
+
+    entities: list[EntityInfo]
+    count: int
+
+
+class EntityResponse(Success):
+    """GET /entity/<slug>."""
+
+    entity: EntityInfo
+    matched_by: Literal["slug", "alias"]
+    memories: list[Memory]
+    memory_count: int
+
+
+class MergeCandidate(_Model):
+    entity_a: str
+    entity_b: str
+    canonical: str
+    alias: str
+    confidence: float
+    reason: str
+    auto_merge: bool
+
+
+class MergeCandidatesResponse(Success):
+    """GET /entities/merge-candidates."""
+
+    candidates: list[MergeCandidate]
+    count: int
+
+
+class EntityAuditEntry(_Model):
+    tag: str
+    category: str | None = None
+    slug: str | None = None
+    memory_count: int
+    accepted: bool
+    reasons: list[str]
+
+
+class EntityAuditResponse(Success):
+    """GET /entities/audit (a dry run: nothing is written)."""
+
+    dry_run: bool
+    summary: dict[str, Any]
+    entries: list[EntityAuditEntry]
+    count: int
+    merge_candidates: list[MergeCandidate] | None = None
+
+
+class MergeOutcome(_Model):
+    canonical: str
+    alias: str
+    alias_slug: str
+    edges_moved: int
+    memories_updated: int
+    tags_rewritten: int
+    skipped: list[str] = []
+    already_merged: bool = False
+    reversed: bool = False
+
+
+class EntityMergeResult(Success):
+    """POST /entity/<slug>/merge."""
+
+    merge: MergeOutcome
+    entity: EntityInfo = Field(description="the surviving entity")
+    merged: EntityInfo = Field(description="the merged entity (merged_into set)")
+
+
 # --- sessions and statistics ----------------------------------------------------------------------
 class StartupLesson(_Model):
     id: str

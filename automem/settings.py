@@ -309,6 +309,13 @@ class Settings(BaseSettings):
         "Most edges GET /graph/snapshot returns among its nodes (`meta.sampling.edges_truncated` "
         "says when more existed).",
     )
+    entity_scan_limit: int = _setting(
+        10_000,
+        "ENTITY_SCAN_LIMIT",
+        "limits",
+        "Entities GET /entities/merge-candidates compares (the most mentioned first), so the search "
+        "stays bounded however many entities enrichment created.",
+    )
     idempotency_ttl_seconds: int = _setting(
         86_400,
         "AUTOMEM_IDEMPOTENCY_TTL_SECONDS",
@@ -620,9 +627,9 @@ class Settings(BaseSettings):
         if self.content_soft_limit > self.content_hard_limit:
             raise ValueError("MEMORY_CONTENT_SOFT_LIMIT must not exceed MEMORY_CONTENT_HARD_LIMIT")
         self.retry_intervals()  # validates the list
-        for name in ("graph_snapshot_max_nodes", "graph_snapshot_max_edges"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{self.model_fields[name].json_schema_extra['env']} must be at least 1")  # type: ignore[index]
+        for name in ("graph_snapshot_max_nodes", "graph_snapshot_max_edges", "entity_scan_limit"):
+            if getattr(self, name) < 1:  # (their variables are their names in capitals)
+                raise ValueError(f"{name.upper()} must be at least 1")
         return self
 
     # --- derived values -----------------------------------------------------------------------
