@@ -7,11 +7,12 @@ memory's `created_at`, `created_by` and `created_reason`, which keeps ingest as 
 
 Events: created, modified (field by field, old and new values; metadata key by key), deleted,
 recovered, enriched (tags and metadata the enrichment job changed), classified (an LLM type),
-archived (consolidation's forgetting) and purged (a tombstone without content, written when the
-memory and the rest of its trail are removed for good). Each carries the actor (`api-key:<digest>`,
-`admin`, `anonymous`, `job:<name>`; never a token), an optional reason, the time, and the
-memory's `version` and `rev` after the change. `rev` orders a memory's events (every recorded
-change bumps it) and is the pagination cursor.
+archived (consolidation's forgetting), entity_merged (an admin merged an entity the memory
+mentions into another: its tags and metadata, old and new) and purged (a tombstone without
+content, written when the memory and the rest of its trail are removed for good). Each carries
+the actor (`api-key:<digest>`, `admin`, `anonymous`, `job:<name>`; never a token), an optional
+reason, the time, and the memory's `version` and `rev` after the change. `rev` orders a
+memory's events (every recorded change bumps it) and is the pagination cursor.
 """
 
 from __future__ import annotations
@@ -27,7 +28,17 @@ from automem.record import MemoryRecord, metadata_object
 if TYPE_CHECKING:
     from automem.stores.graph import GraphStore
 
-EVENTS = ("created", "modified", "deleted", "recovered", "enriched", "classified", "archived", "purged")
+EVENTS = (
+    "created",
+    "modified",
+    "deleted",
+    "recovered",
+    "enriched",
+    "classified",
+    "archived",
+    "entity_merged",
+    "purged",
+)
 
 # Memory fields a history diff reports; the rest is bookkeeping derived from them (hashes, tag
 # prefixes, sequence scope, counters) or the event's own time (`updated_at`, unless a client set it).

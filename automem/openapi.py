@@ -16,6 +16,14 @@ from flask import Flask
 from pydantic import BaseModel, ConfigDict, Field
 
 from automem import __version__
+from automem.entities import (
+    EntitiesQuery,
+    EntityAuditQuery,
+    EntityMergeBody,
+    EntityQuery,
+    MergeCandidatesQuery,
+)
+from automem.graphview import NeighborsQuery, SnapshotQuery
 from automem.insights import StartupRecallQuery
 from automem.models import (
     BatchCreate,
@@ -45,11 +53,21 @@ from automem.schemas import (
     DeleteByTagResult,
     DeleteResult,
     EnrichmentStatus,
+    EntitiesResponse,
+    EntityAuditResponse,
+    EntityMergeResult,
+    EntityResponse,
     ExistingResult,
+    GraphNeighbors,
+    GraphRelations,
+    GraphSnapshot,
+    GraphStats,
+    GraphTypes,
     HealthResponse,
     HistoryResponse,
     JobsResponse,
     MemoryResult,
+    MergeCandidatesResponse,
     RecallResponse,
     RecoverResult,
     ReembedProgress,
@@ -234,6 +252,48 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         admin=True,
         produces="application/gzip",
     ),
+    ("GET", "/graph/snapshot"): Operation(
+        "Memories and their edges for a graph viewer (bounded: the most important first)",
+        query=SnapshotQuery,
+        response=GraphSnapshot,
+    ),
+    ("GET", "/graph/neighbors/<memory_id>"): Operation(
+        "A memory's graph neighbours (depth 1-3) and nearest memories by embedding",
+        query=NeighborsQuery,
+        response=GraphNeighbors,
+    ),
+    ("GET", "/graph/stats"): Operation(
+        "Counts by type and relation, importance bands, the last 7 days", response=GraphStats
+    ),
+    ("GET", "/graph/types"): Operation("Memory types and their colours", response=GraphTypes),
+    ("GET", "/graph/relations"): Operation(
+        "Public relation types and their colours", response=GraphRelations
+    ),
+    ("GET", "/entities"): Operation(
+        "Entities enrichment extracted, most mentioned first", query=EntitiesQuery, response=EntitiesResponse
+    ),
+    ("GET", "/entity/<slug>"): Operation(
+        "An entity by slug or alias, with the memories mentioning it",
+        query=EntityQuery,
+        response=EntityResponse,
+    ),
+    ("GET", "/entities/merge-candidates"): Operation(
+        "Pairs of entities that may be one (for review)",
+        query=MergeCandidatesQuery,
+        response=MergeCandidatesResponse,
+    ),
+    ("GET", "/entities/audit"): Operation(
+        "Dry run: entity tags on memories and whether they pass the quality rules",
+        query=EntityAuditQuery,
+        admin=True,
+        response=EntityAuditResponse,
+    ),
+    ("POST", "/entity/<slug>/merge"): Operation(
+        "Merge an entity into another on every memory (history recorded, aliases kept)",
+        body=EntityMergeBody,
+        admin=True,
+        response=EntityMergeResult,
+    ),
     ("POST", "/admin/restore"): Operation(
         "Rebuild the store from a backup archive (the request body)",
         query=RestoreQuery,
@@ -247,7 +307,7 @@ _ERRORS = {
     400: "invalid input (names the field)",
     401: "missing or wrong API key",
     403: "admin token required",
-    404: "unknown memory",
+    404: "unknown memory or entity",
     409: "version conflict or duplicate id",
     413: "body too large",
     429: "too many write requests (see Retry-After)",
@@ -377,9 +437,16 @@ def _query_parameters(model: type[BaseModel], schemas: dict[str, Any]) -> list[d
     ]
 
 
+# Path parameters other than memory ids (those are UUIDs).
+_PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+    "slug": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$", "maxLength": 200},
+}
+_UUID = {"type": "string", "format": "uuid"}
+
+
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
     return [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+        {"name": name, "in": "path", "required": True, "schema": _PATH_SCHEMAS.get(name, _UUID)}
         for name in re.findall(r"<(?:[^:>]+:)?([^>]+)>", rule)
     ]
 

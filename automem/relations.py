@@ -20,6 +20,9 @@ SYSTEM = ("SIMILAR_TO", "PRECEDED_BY", "DISCOVERED", "MENTIONS")
 ALL_TYPES = (*AUTHORABLE, *SYSTEM)
 # Edges between two memories (MENTIONS goes from a memory to an :Entity node).
 MEMORY_LINKS = tuple(t for t in ALL_TYPES if t != "MENTIONS")
+# What clients see as relations (GET /graph/relations): DISCOVERED, consolidation's speculative
+# links, stays internal as in AutoMem.
+PUBLIC = tuple(t for t in MEMORY_LINKS if t != "DISCOVERED")
 # (old)-[:INVALIDATED_BY|EVOLVED_INTO]->(new): old is replaced by new.
 SUPERSEDING = ("INVALIDATED_BY", "EVOLVED_INTO")
 DEFAULT_STRENGTH = 0.5

@@ -280,6 +280,210 @@ class RelatedResponse(Success):
     limit: int
 
 
+# --- the graph visualisation API ------------------------------------------------------------------
+class GraphNode(_Model):
+    """A memory as a viewer draws it: AutoMem's node fields and its visual ones."""
+
+    id: str
+    content: str | None = None
+    type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    tags: list[str] = []
+    timestamp: str | None = None
+    updated_at: str | None = None
+    metadata: dict[str, Any] = {}
+    color: str = Field(description="by memory type (meta.type_colors)")
+    radius: float = Field(description="0.5 + 1.5 x importance")
+    opacity: float = Field(description="0.4 + 0.6 x confidence")
+
+
+class GraphEdge(_Model):
+    id: str = Field(description="<source>-<type>-<target>")
+    source: str
+    target: str
+    type: str
+    strength: float = Field(description="the edge's strength (or similarity score), else 0.5")
+    color: str
+    properties: dict[str, Any] = {}
+
+
+class SnapshotStats(_Model):
+    total_nodes: int = Field(description="active memories of the store")
+    total_edges: int = Field(description="edges leaving them, entity mentions left out (from degrees)")
+    matching_nodes: int = Field(description="active memories matching the filters")
+    returned_nodes: int
+    returned_edges: int
+    sampled: bool = Field(description="fewer nodes returned than matched (the cap or the limit)")
+    sample_ratio: float
+
+
+class GraphMeta(_Model):
+    type_colors: dict[str, str]
+    relation_colors: dict[str, str]
+    query_time_ms: float
+    archive_threshold: float | None = None
+
+
+class SnapshotMeta(GraphMeta):
+    sampling: dict[str, Any] = Field(description="how the nodes were chosen: method, order, limit, cap")
+
+
+class GraphSnapshot(Success):
+    """GET /graph/snapshot."""
+
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    stats: SnapshotStats
+    meta: SnapshotMeta
+
+
+class NeighbourNode(_Model):
+    id: str
+    content: str | None = None
+    type: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    tags: list[str] = []
+    color: str
+    radius: float
+    opacity: float
+    hops: int | None = Field(None, description="graph neighbours: edges from the centre")
+    similarity: float | None = Field(None, description="semantic neighbours: cosine similarity")
+
+
+class GraphNeighbors(Success):
+    """GET /graph/neighbors/<id>."""
+
+    center: dict[str, Any] = Field(description="the memory (as GET /memory/<id>) and its visual fields")
+    graph_neighbors: list[NeighbourNode]
+    semantic_neighbors: list[NeighbourNode]
+    edges: list[GraphEdge]
+    meta: dict[str, Any]
+
+
+class ActivityDay(_Model):
+    date: str
+    count: int
+
+
+class GraphStats(Success):
+    """GET /graph/stats."""
+
+    totals: dict[str, int] = Field(description="nodes, edges")
+    by_type: dict[str, int]
+    by_relationship: dict[str, int]
+    importance_distribution: dict[str, int] = Field(description="high >= 0.8, medium 0.5-0.8, low < 0.5")
+    recent_activity: list[ActivityDay] = Field(description="the last 7 UTC days, newest first")
+    meta: GraphMeta
+
+
+class GraphTypes(Success):
+    """GET /graph/types."""
+
+    types: list[str]
+    colors: dict[str, str]
+
+
+class GraphRelations(Success):
+    """GET /graph/relations."""
+
+    relations: list[str]
+    colors: dict[str, str]
+
+
+# --- entities -------------------------------------------------------------------------------------
+class EntityInfo(_Model):
+    """An entity enrichment extracted (AutoMem's `id` is its tag, its kind is `category`)."""
+
+    id: str = Field(description="entity:<category>:<slug>")
+    slug: str
+    name: str | None = None
+    category: str
+    kind: str | None = None
+    tag: str | None = None
+    key: str | None = None
+    aliases: list[str] = []
+    alias_names: list[str] = []
+    reference_count: int = Field(description="MENTIONS edges (memories not yet purged)")
+    memory_count: int | None = Field(None, description="active memories mentioning it")
+    created_at: str | None = None
+    merged_into: str | None = None
+    merged_at: str | None = None
+
+
+class EntitiesResponse(Success):
+    """GET /entities."""
+
+    entities: list[EntityInfo]
+    count: int
+
+
+class EntityResponse(Success):
+    """GET /entity/<slug>."""
+
+    entity: EntityInfo
+    matched_by: Literal["slug", "alias"]
+    memories: list[Memory]
+    memory_count: int
+
+
+class MergeCandidate(_Model):
+    entity_a: str
+    entity_b: str
+    canonical: str
+    alias: str
+    confidence: float
+    reason: str
+    auto_merge: bool
+
+
+class MergeCandidatesResponse(Success):
+    """GET /entities/merge-candidates."""
+
+    candidates: list[MergeCandidate]
+    count: int
+
+
+class EntityAuditEntry(_Model):
+    tag: str
+    category: str | None = None
+    slug: str | None = None
+    memory_count: int
+    accepted: bool
+    reasons: list[str]
+
+
+class EntityAuditResponse(Success):
+    """GET /entities/audit (a dry run: nothing is written)."""
+
+    dry_run: bool
+    summary: dict[str, Any]
+    entries: list[EntityAuditEntry]
+    count: int
+    merge_candidates: list[MergeCandidate] | None = None
+
+
+class MergeOutcome(_Model):
+    canonical: str
+    alias: str
+    alias_slug: str
+    edges_moved: int
+    memories_updated: int
+    tags_rewritten: int
+    skipped: list[str] = []
+    already_merged: bool = False
+    reversed: bool = False
+
+
+class EntityMergeResult(Success):
+    """POST /entity/<slug>/merge."""
+
+    merge: MergeOutcome
+    entity: EntityInfo = Field(description="the surviving entity")
+    merged: EntityInfo = Field(description="the merged entity (merged_into set)")
+
+
 # --- sessions and statistics ----------------------------------------------------------------------
 class StartupLesson(_Model):
     id: str

@@ -294,6 +294,28 @@ class Settings(BaseSettings):
     by_tag_max_limit: int = _setting(
         200, "AUTOMEM_BY_TAG_MAX_LIMIT", "limits", "Largest `limit` of /memory/by-tag."
     )
+    graph_snapshot_max_nodes: int = _setting(
+        2000,
+        "GRAPH_SNAPSHOT_MAX_NODES",
+        "limits",
+        "Most memories GET /graph/snapshot returns: `limit=0` (AutoMem's 'all') and larger limits "
+        "get this many, the most important matching memories (then the newest); the response says "
+        "`sampled: true` when more matched. Keeps the answer's size and time bounded at any store size.",
+    )
+    graph_snapshot_max_edges: int = _setting(
+        20_000,
+        "GRAPH_SNAPSHOT_MAX_EDGES",
+        "limits",
+        "Most edges GET /graph/snapshot returns among its nodes (`meta.sampling.edges_truncated` "
+        "says when more existed).",
+    )
+    entity_scan_limit: int = _setting(
+        10_000,
+        "ENTITY_SCAN_LIMIT",
+        "limits",
+        "Entities GET /entities/merge-candidates compares (the most mentioned first), so the search "
+        "stays bounded however many entities enrichment created.",
+    )
     idempotency_ttl_seconds: int = _setting(
         86_400,
         "AUTOMEM_IDEMPOTENCY_TTL_SECONDS",
@@ -605,6 +627,9 @@ class Settings(BaseSettings):
         if self.content_soft_limit > self.content_hard_limit:
             raise ValueError("MEMORY_CONTENT_SOFT_LIMIT must not exceed MEMORY_CONTENT_HARD_LIMIT")
         self.retry_intervals()  # validates the list
+        for name in ("graph_snapshot_max_nodes", "graph_snapshot_max_edges", "entity_scan_limit"):
+            if getattr(self, name) < 1:  # (their variables are their names in capitals)
+                raise ValueError(f"{name.upper()} must be at least 1")
         return self
 
     # --- derived values -----------------------------------------------------------------------

@@ -51,6 +51,8 @@ def tag_prefixes(tags: Iterable[str]) -> list[str]:
 # Metadata keys that name a conversation or session explicitly; they define the sequence scope.
 SESSION_KEYS = ("session_id", "conversation_id", "thread_id")
 ENTITY_TAG_PREFIX = "entity:"
+# The kinds of entity enrichment extracts; tags are `entity:<kind>:<slug>`.
+ENTITY_KINDS = ("person", "tool", "project", "organization", "place")
 
 
 def sequence_scope(tags: Iterable[str], metadata: dict[str, object]) -> str:

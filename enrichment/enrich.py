@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from automem.backlog import ENRICHMENT_VERSION
 from automem.counters import ENRICHMENT_STATS_KEY
+from automem.entities import EntityName, resolve_aliases
 from automem.history import JOB_ENRICH, diff
 from automem.jobnames import JobName
 from automem.record import MemoryRecord
@@ -35,6 +36,9 @@ _ATTEMPTS = 3
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
+# Entity keys -> the entity each now lives on, for keys of merged entities (POST /entity/<slug>/merge).
+Resolver = Callable[[Sequence[str]], Mapping[str, EntityName]]
+
 
 @dataclass(frozen=True)
 class Enrichment:
@@ -51,13 +55,17 @@ def derive(
     max_tags: int,
     summary_length: int,
     summary: str | None = None,
+    resolve: Resolver | None = None,
 ) -> Enrichment:
-    """The enrichment of `doc`; `summary` is an LLM summary when one was made, else rules."""
+    """The enrichment of `doc`; `summary` is an LLM summary when one was made, else rules;
+    `resolve` maps the names of merged entities to the entities they were merged into."""
     metadata = dict(doc.metadata)
     previous = metadata.get("enrichment") if isinstance(metadata.get("enrichment"), dict) else {}
     auto_before = set(previous.get("tags") or []) if previous else set()
     client_tags = [t for t in doc.tags if t not in auto_before]
     found = extract_entities(doc.content, limit=max_entities)
+    if resolve is not None:
+        found = canonical_entities(found, doc.tenant, resolve)
     room = max(0, max_tags - len(client_tags))
     added = [e.tag for e in found if e.tag not in client_tags][:room]
     tags = [*client_tags, *added]
@@ -92,6 +100,19 @@ def derive(
         for e in found
     ]
     return Enrichment(props, entities, added)
+
+
+def canonical_entities(found: list[Entity], tenant: str, resolve: Resolver) -> list[Entity]:
+    """`found` with every merged entity replaced by the one it was merged into (its kind, slug
+    and name), each entity once, in the order found."""
+    aliases = resolve([f"{tenant}:{e.kind}:{e.slug}" for e in found])
+    out: dict[tuple[str, str], Entity] = {}
+    for entity in found:
+        target = aliases.get(f"{tenant}:{entity.kind}:{entity.slug}")
+        if target is not None:
+            entity = Entity(target.kind, target.name, target.slug)
+        out.setdefault((entity.kind, entity.slug), entity)
+    return list(out.values())
 
 
 def first_sentence(content: str, limit: int) -> str:
@@ -130,8 +151,12 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
 
 
 def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
+    """Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
+    the second attempt on: the graph store refuses a write that names a merged entity, so the
+    first attempt saves the lookup (a round trip, ~4 % of a memory's enrichment) in the common
+    case where no name it found was merged, and a write that does name one is redone resolved."""
     s = svc.settings
-    for _ in range(_ATTEMPTS):
+    for attempt in range(_ATTEMPTS):
         doc = svc.graph.get_memory(memory_id)
         if doc is None or doc.state != "active":
             return False
@@ -144,6 +169,7 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
             max_entities=s.enrichment_max_entities,
             max_tags=s.max_tags,
             summary_length=s.enrichment_summary_length,
+            resolve=_resolver(svc, doc.tenant) if attempt else None,
         )
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
@@ -160,6 +186,15 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
             svc.sync.request([memory_id], payload_only=True)  # tags and rev: the vector is as it was
             return True
     return False
+
+
+def _resolver(svc: Services, tenant: str) -> Resolver:
+    """Merged entities' names mapped to their survivors, from the graph (one indexed read)."""
+
+    def resolve(keys: Sequence[str]) -> Mapping[str, EntityName]:
+        return resolve_aliases(svc.graph, tenant, keys)
+
+    return resolve
 
 
 def _classify_if_unsure(svc: Services, doc: MemoryRecord) -> None:

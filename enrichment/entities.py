@@ -45,9 +45,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from automem.tags import ENTITY_KINDS
 from enrichment import vocabulary as vocab
 
-KINDS = ("person", "tool", "project", "organization", "place")
+KINDS = ENTITY_KINDS  # the core lists them: its entity routes check tags against them
 
 SPEAKER, EXPLICIT, MENTION = 0, 1, 2  # salience ranks: lower sorts first
 

@@ -1,12 +1,14 @@
-"""Relationships: POST /associate and GET /memories/<id>/related."""
+"""Relationships: POST /associate, GET /memories/<id>/related, and the graph visualisation API
+(GET /graph/snapshot, /graph/neighbors/<id>, /graph/stats, /graph/types, /graph/relations)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from automem import associations
+from automem import associations, graphview
 from automem.api import json_body, respond, services
 from automem.models import RelatedQuery, parse, parse_uuid
+from automem.record import DEFAULT_TENANT
 
 bp = Blueprint("graph", __name__)
 
@@ -39,3 +41,37 @@ def related(memory_id: str) -> tuple[Response, int]:
             "limit": query.limit,
         }
     )
+
+
+@bp.get("/graph/snapshot")
+def graph_snapshot() -> tuple[Response, int]:
+    svc = services()
+    args = request.args.to_dict()
+    if "types" in request.args:  # a comma list, or the parameter repeated (OpenAPI's form style)
+        args["types"] = ",".join(request.args.getlist("types"))
+    query = parse(graphview.SnapshotQuery, args, svc.settings)
+    return respond(graphview.snapshot(svc.graph, svc.settings, DEFAULT_TENANT, query))
+
+
+@bp.get("/graph/neighbors/<memory_id>")
+def graph_neighbors(memory_id: str) -> tuple[Response, int]:
+    svc = services()
+    memory_id = parse_uuid(memory_id, "id")
+    query = parse(graphview.NeighborsQuery, request.args.to_dict(), svc.settings)
+    return respond(graphview.neighbors(svc.graph, svc.settings, DEFAULT_TENANT, memory_id, query))
+
+
+@bp.get("/graph/stats")
+def graph_stats() -> tuple[Response, int]:
+    svc = services()
+    return respond(graphview.stats(svc.graph, svc.settings, DEFAULT_TENANT))
+
+
+@bp.get("/graph/types")
+def graph_types() -> tuple[Response, int]:
+    return respond(graphview.types())
+
+
+@bp.get("/graph/relations")
+def graph_relations() -> tuple[Response, int]:
+    return respond(graphview.relations())

@@ -24,7 +24,9 @@ from automem.errors import StoreUnavailable
 from automem.record import MEMORY_FIELDS, MemoryRecord
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
+from automem.stores.graph_entities import EntityQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
+from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import format_utc, parse_iso
 
@@ -161,7 +163,7 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
+class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQueries, EntityQueries):
     """All reads and writes of memories in FalkorDB."""
 
     def __init__(self, db: FalkorDB, graph_name: str, timeout_seconds: float = 0.0) -> None:
@@ -666,10 +668,17 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
 
         `props` are set on the node (rev bumps, version does not: enrichment is not a client
         change); MENTIONS edges are replaced by edges to `entities` ({key, tenant, kind, slug,
-        name}), whose `:Entity` nodes are merged by key. `event` is recorded in the history."""
+        name}), whose `:Entity` nodes are merged by key. `event` is recorded in the history.
+
+        Nothing is written when one of the entities was merged into another since the job
+        resolved its names (POST /entity/<slug>/merge): the job re-reads and resolves again, so
+        a merge racing an enrichment never leaves a mention of the merged entity behind."""
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
         WHERE m.version = $version AND m.state = 'active'
+        OPTIONAL MATCH (gone:Entity) WHERE gone.key IN $keys AND gone.merged_into IS NOT NULL
+        WITH m, count(gone) AS merged
+        WHERE merged = 0
         SET m += $props, m.rev = m.rev + 1
         {_RECORD_EVENT.format(event="$event")}
         WITH m
@@ -689,6 +698,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries):
             "version": expected_version,
             "props": props,
             "entities": list(entities),
+            "keys": [e["key"] for e in entities],
             "now": props.get("enriched_at"),
             "event": event or {"event": "enriched", "at": props.get("enriched_at")},
         }
