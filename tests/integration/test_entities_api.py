@@ -111,7 +111,7 @@ def test_merge_candidates_pair_a_short_form_with_its_name(api: Api, people: dict
 
 def test_audit_is_an_admin_dry_run(api: Api, services: Services, people: dict[str, list[str]]) -> None:
     odd = _store(api, "Tagged by hand.", tags=["entity:person:x", "entity:gadget:widget"])
-    _error(api.get("/entities/audit"), 403, "admin_required")
+    _error(api.get("/entities/audit"), 401, "admin_required")
     before = services.graph.counts()
     body = _ok(api.get("/entities/audit", headers=ADMIN))
     assert body["dry_run"] is True and services.graph.counts() == before
@@ -136,7 +136,7 @@ def _merge(api: Api, slug: str, body: Any, admin: bool = True) -> Any:
 
 
 def test_merge_refusals(api: Api, people: dict[str, list[str]]) -> None:
-    _error(_merge(api, "rach", {"merge_into": "rachel"}, admin=False), 403, "admin_required")
+    _error(_merge(api, "rach", {"merge_into": "rachel"}, admin=False), 401, "admin_required")
     assert _error(_merge(api, "rach", {}), 400, "invalid_input")["field"] == "merge_into"
     assert _error(_merge(api, "rach", {"merge_into": 7}), 400)["field"] == "merge_into"
     assert _error(_merge(api, "rach", {"merge_into": "Not a slug!"}), 400)["field"] == "merge_into"
