@@ -21,7 +21,8 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PUBLIC_PATHS = ("/health", "/metrics")
+# /viewer: AutoMem serves its viewer paths without a key (they answer 503 until /ui/ exists).
+PUBLIC_PATHS = ("/health", "/metrics", "/viewer")
 
 
 def _matches(given: str | None, expected: str) -> bool:
@@ -41,7 +42,7 @@ def presented_token(settings: Settings) -> str | None:
 
 
 def is_public(path: str, settings: Settings | None = None) -> bool:
-    """/health always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
+    """/health and /viewer always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
     public: tuple[str, ...] = PUBLIC_PATHS
     if settings is not None and settings.metrics_require_key:
         public = tuple(p for p in PUBLIC_PATHS if p != "/metrics")

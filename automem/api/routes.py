@@ -16,7 +16,9 @@ from automem.api import (
     memories,
     metrics,
     recall,
+    stream,
     tags,
+    viewer,
 )
 
 BLUEPRINTS = (
@@ -32,6 +34,8 @@ BLUEPRINTS = (
     backup,
     metrics,
     docs,
+    stream,
+    viewer,
 )
 
 
