@@ -22,12 +22,13 @@ from automem.api import check_query_text
 from automem.api.routes import register_blueprints
 from automem.auth import check_api_key, check_bind_allowed
 from automem.errors import AutomemError, envelope
+from automem.eventhub import EventHub
 from automem.recall.engine import RecallEngine
-from automem.services import Services, build_services
+from automem.services import Services, build_services, require_urls
 from automem.settings import Settings, load_settings
 from enrichment.port import WorkerConsolidation
 
-__all__ = ["check_bind_allowed", "create_app", "stop_app"]
+__all__ = ["check_bind_allowed", "create_app", "end_streams", "stop_app"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ def create_app(
         svc.consolidation = WorkerConsolidation(svc)
     app.extensions["automem"] = svc
     app.extensions["automem.recall"] = RecallEngine(svc)
+    # Live events for GET /stream; its subscriber thread starts with the first stream.
+    app.extensions["automem.events"] = EventHub.from_settings(require_urls(settings)[1], settings)
     register_blueprints(app)
     _register_hooks(app, settings)
     ratelimit.init_app(app, settings, svc.queue_redis)
@@ -123,8 +126,18 @@ def _start_vector_drain(app: Flask, svc: Services) -> None:
     app.extensions["automem.vector_drain"] = (thread, stop)
 
 
+def end_streams(app: Flask, wait: bool = True) -> None:
+    """End every live stream and stop the event hub: a stopping process must not wait for its
+    streams (each would hold its thread until AUTOMEM_STREAM_MAX_SECONDS). `wait=False` returns at
+    once (a signal handler); `stop_app` waits for the hub's thread."""
+    hub: EventHub | None = app.extensions.get("automem.events")
+    if hub is not None:
+        hub.close(wait)
+
+
 def stop_app(app: Flask) -> None:
     """Stop background threads and release the stores (tests and clean shutdown)."""
+    end_streams(app)
     drain: Any = app.extensions.pop("automem.vector_drain", None)
     if drain:
         thread, stop = drain

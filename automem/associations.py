@@ -1,4 +1,7 @@
-"""Authored relationships between memories: POST /associate and GET /memories/<id>/related."""
+"""Authored relationships between memories: POST /associate and GET /memories/<id>/related.
+
+Written edges are announced as one `association.created` live event per request (a batch of 500
+is one event with its count), published after the graph write."""
 
 from __future__ import annotations
 
@@ -6,7 +9,9 @@ from collections import defaultdict
 from typing import Any
 
 from automem.errors import InvalidInput, NotFound
+from automem.events import MAX_LISTED_IDS, EventPublisher, EventType
 from automem.models import parse_uuid
+from automem.record import DEFAULT_TENANT
 from automem.relations import AUTHORABLE, DEFAULT_STRENGTH, SYSTEM, canonical_relation
 from automem.stores.graph import GraphStore
 from automem.timeutil import now_iso
@@ -66,10 +71,40 @@ def write(graph: GraphStore, items: list[dict[str, Any]]) -> set[tuple[str, str,
     return written
 
 
-def associate_one(graph: GraphStore, body: Any) -> dict[str, Any]:
+def _announce(events: EventPublisher | None, tenant: str, edges: list[dict[str, Any]], **facts: Any) -> None:
+    """One association.created event for the edges a request wrote (none written: no event)."""
+    if events is None or not edges:
+        return
+    data: dict[str, Any] = {
+        "count": len(edges),
+        "relation_types": sorted({e["relation_type"] for e in edges}),
+        "associations": [
+            {k: e[k] for k in ("memory1_id", "memory2_id", "relation_type", "strength")}
+            for e in edges[:MAX_LISTED_IDS]
+        ],
+        **facts,
+    }
+    if len(edges) == 1:
+        data.update(data["associations"][0])  # AutoMem's fields of a single association
+    events.publish(EventType.ASSOCIATION_CREATED, data, tenant)
+
+
+def associate_one(
+    graph: GraphStore,
+    body: Any,
+    events: EventPublisher | None = None,
+    tenant: str = DEFAULT_TENANT,
+) -> dict[str, Any]:
     item = validate_association(body)
     if not write(graph, [item]):
         raise NotFound("one or both memories do not exist", field="memory1_id")
+    edge = {
+        "memory1_id": item["a"],
+        "memory2_id": item["b"],
+        "relation_type": item["type"],
+        "strength": item["props"]["strength"],
+    }
+    _announce(events, tenant, [edge])
     return {
         "status": "success",
         "message": f"{item['type']} association created",
@@ -80,7 +115,12 @@ def associate_one(graph: GraphStore, body: Any) -> dict[str, Any]:
     }
 
 
-def associate_many(graph: GraphStore, bodies: Any) -> tuple[int, dict[str, Any]]:
+def associate_many(
+    graph: GraphStore,
+    bodies: Any,
+    events: EventPublisher | None = None,
+    tenant: str = DEFAULT_TENANT,
+) -> tuple[int, dict[str, Any]]:
     if not isinstance(bodies, list) or not bodies:
         raise InvalidInput("associations must be a non-empty array", field="associations")
     if len(bodies) > MAX_BATCH:
@@ -108,6 +148,7 @@ def associate_many(graph: GraphStore, bodies: Any) -> tuple[int, dict[str, Any]]
         else:
             failed.append({"index": index, "reason": "one or both memories do not exist"})
     failed.sort(key=lambda f: f["index"])
+    _announce(events, tenant, succeeded, failed_count=len(failed))
     status = 201 if not failed else 207
     return status, {
         "status": "success" if not failed else "partial_success",

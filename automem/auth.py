@@ -24,7 +24,8 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-PUBLIC_PATHS = ("/health", "/metrics")
+# /viewer: AutoMem serves its viewer paths without a key (they answer 503 until /ui/ exists).
+PUBLIC_PATHS = ("/health", "/metrics", "/viewer")
 # Routes AutoMem serves on the admin token alone (its API-key check skips them).
 ADMIN_ONLY_PATHS = ("/backup",)
 
@@ -58,7 +59,7 @@ def is_admin(settings: Settings) -> bool:
 
 
 def is_public(path: str, settings: Settings | None = None) -> bool:
-    """/health always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
+    """/health and /viewer always; /metrics unless AUTOMEM_METRICS_REQUIRE_KEY."""
     public: tuple[str, ...] = PUBLIC_PATHS
     if settings is not None and settings.metrics_require_key:
         public = tuple(p for p in PUBLIC_PATHS if p != "/metrics")

@@ -10,6 +10,7 @@ embeds, enriches or consolidates; it only hands ids and runs to the queue.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -17,7 +18,7 @@ import redis
 from automem.counters import ENRICHMENT_STATS_KEY
 from automem.errors import StoreUnavailable
 from automem.models import is_uuid
-from automem.stores.codec import decoded
+from automem.stores.codec import as_text, decoded
 from automem.stores.queue import PAGE_SIZE
 from automem.timeutil import now_iso
 
@@ -29,9 +30,26 @@ if TYPE_CHECKING:
 ENRICHMENT_VERSION = 1
 # Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
 ENRICH_CHUNK = 50
-# The last re-embedding run (started_at, mode, queued), for GET /admin/reembed.
+# The last re-embedding run, for GET /admin/reembed and the run's live progress: run (its id),
+# started_at, mode, queued (memories put in the run's jobs), done (memories those jobs handled),
+# enqueued_all (every job is queued), finished_at.
 REEMBED_KEY = "automem:reembed"
 PAGE = PAGE_SIZE
+# One step of a run's progress, atomically: count the memories a job of run ARGV[1] handled
+# (ARGV[2]; 0 from the run itself), mark the enqueueing over (ARGV[4] = "1"), and claim the run's
+# end (finished_at = ARGV[3]) for exactly one caller once every queued memory is done.
+_REEMBED_STEP = """
+if redis.call('HGET', KEYS[1], 'run') ~= ARGV[1] then return false end
+if ARGV[4] == '1' then redis.call('HSET', KEYS[1], 'enqueued_all', '1') end
+local done = redis.call('HINCRBY', KEYS[1], 'done', ARGV[2])
+local queued = tonumber(redis.call('HGET', KEYS[1], 'queued') or '0')
+local over = redis.call('HGET', KEYS[1], 'enqueued_all') == '1'
+local finished = 0
+if over and done >= queued and redis.call('HSETNX', KEYS[1], 'finished_at', ARGV[3]) == 1 then
+    finished = 1
+end
+return {done, queued, over and 1 or 0, finished}
+"""
 
 
 def queue_missing_work(svc: Services, page: int = PAGE) -> dict[str, int]:
@@ -43,10 +61,16 @@ def queue_missing_work(svc: Services, page: int = PAGE) -> dict[str, int]:
 
 
 def queue_embedding(
-    svc: Services, every: bool, page: int = PAGE, limit: int | None = None, batch_size: int | None = None
+    svc: Services,
+    every: bool,
+    page: int = PAGE,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    run: str | None = None,
 ) -> int:
     """Queue embedding jobs for memories lacking a current vector of this model (`every`: all),
-    at most `limit` memories, `batch_size` a job (default EMBEDDING_BATCH_SIZE)."""
+    at most `limit` memories, `batch_size` a job (default EMBEDDING_BATCH_SIZE); with `run`, the
+    jobs report that re-embedding run's progress."""
     queued, after = 0, ""
     size = batch_size or svc.settings.embedding_batch_size
     while rows := svc.graph.reembed_page(svc.embedder.label, every, after, page):
@@ -56,8 +80,13 @@ def queue_embedding(
                 break
         for start in range(0, len(rows), size):
             chunk = rows[start : start + size]
-            if svc.jobs.enqueue_embed([i for i, _ in chunk], [h for _, h in chunk], force=every):
+            if run:  # counted before the job exists, so a fast job never finds done > queued
+                svc.queue_redis.hincrby(REEMBED_KEY, "queued", len(chunk))
+            ids, hashes = [i for i, _ in chunk], [h for _, h in chunk]
+            if svc.jobs.enqueue_embed(ids, hashes, force=every, run=run):
                 queued += len(chunk)
+            elif run:  # the same work was already waiting in a job of its own
+                svc.queue_redis.hincrby(REEMBED_KEY, "queued", -len(chunk))
         after = rows[-1][0]
     return queued
 
@@ -95,11 +124,43 @@ def start_reembed(
     """Queue re-embedding with the current model: memories lacking its vector, or (`every`) all
     of them (at most `limit`). Old vectors keep answering recall until each new one replaces it
     (rev-guarded), so there is no recall downtime; progress is `reembed_progress`."""
-    started = now_iso()
-    svc.queue_redis.hset(REEMBED_KEY, mapping={"started_at": started, "mode": "all" if every else "missing"})
-    queued = queue_embedding(svc, every=every, page=page, limit=limit, batch_size=batch_size)
-    svc.queue_redis.hset(REEMBED_KEY, mapping={"queued": queued})
-    return {"queued": queued, "model": svc.embedder.label, "started_at": started}
+    started, run = now_iso(), uuid.uuid4().hex[:12]
+    mode = "all" if every else "missing"
+    pipe = svc.queue_redis.pipeline(transaction=True)
+    pipe.delete(REEMBED_KEY)  # the previous run's counters and finished_at go
+    pipe.hset(REEMBED_KEY, mapping={"run": run, "started_at": started, "mode": mode, "queued": 0, "done": 0})
+    pipe.execute()
+    queued = queue_embedding(svc, every=every, page=page, limit=limit, batch_size=batch_size, run=run)
+    progress = reembed_step(svc, run, 0, enqueued_all=True)
+    return {"queued": queued, "model": svc.embedder.label, "started_at": started, "progress": progress}
+
+
+def reembed_step(svc: Services, run: str, handled: int, enqueued_all: bool = False) -> dict[str, Any] | None:
+    """Count `handled` memories done by a job of re-embedding run `run`; the run's progress from
+    Redis counters (no graph scan per job), or None when a newer run replaced it or Redis failed
+    (progress is bookkeeping: it never fails the embedding job that reports it)."""
+    try:
+        raw = svc.queue_redis.eval(
+            _REEMBED_STEP, 1, REEMBED_KEY, run, handled, now_iso(), "1" if enqueued_all else "0"
+        )
+        info = svc.queue_redis.hmget(REEMBED_KEY, ["mode", "started_at"])
+    except redis.exceptions.RedisError:
+        return None
+    if not raw:
+        return None
+    done, queued, over, finished = (int(v) for v in raw)
+    mode, started = (None if v is None else as_text(v) for v in info)
+    return {
+        "run_id": run,
+        "mode": mode,
+        "model": svc.embedder.label,
+        "started_at": started,
+        "queued": queued,
+        "done": done,
+        "remaining": max(0, queued - done),
+        "enqueued_all": bool(over),
+        "finished": bool(finished),
+    }
 
 
 def reembed_progress(svc: Services) -> dict[str, Any]:

@@ -84,6 +84,14 @@ class StoreUnavailable(AutomemError):
     reason = "graph_unavailable"
 
 
+class ServiceUnavailable(AutomemError):
+    """A part of the service other than the graph cannot answer now (the reason says which:
+    too_many_streams, events_unavailable, dashboard_not_built, ...)."""
+
+    status = 503
+    reason = "unavailable"
+
+
 class ConfigurationError(Exception):
     """The service cannot start with this configuration; the message names the fix."""
 

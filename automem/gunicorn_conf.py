@@ -1,10 +1,12 @@
 """gunicorn settings `automem serve` passes with `--config python:automem.gunicorn_conf`: JSON logs
-for gunicorn's loggers and the app's, prometheus_client's multiprocess cleanup, and a worker
-process that stops its background threads and releases its stores when it exits."""
+for gunicorn's loggers and the app's, prometheus_client's multiprocess cleanup, live streams that
+end as soon as the worker process is asked to stop, and a worker process that stops its
+background threads and releases its stores when it exits."""
 
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 from automem.logs import gunicorn_config
@@ -20,6 +22,26 @@ def child_exit(server: Any, worker: Any) -> None:
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)
+
+
+def post_worker_init(worker: Any) -> None:
+    """On SIGTERM gunicorn lets in-flight requests finish (up to its graceful timeout) before the
+    process exits; an open event stream would never finish by itself. So SIGTERM first ends the
+    streams (their threads return at once), then does what gunicorn does."""
+    app = getattr(worker, "wsgi", None)
+    if app is None or "automem" not in getattr(app, "extensions", {}):
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def end_streams_then_exit(signum: int, frame: Any) -> None:
+        from automem.app import end_streams
+
+        end_streams(app, wait=False)
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, end_streams_then_exit)
+    signal.siginterrupt(signal.SIGTERM, False)  # as gunicorn: do not break system calls of requests
 
 
 def worker_exit(server: Any, worker: Any) -> None:

@@ -22,6 +22,7 @@ import redis
 from automem.classify import EXPLICIT_TYPE_CONFIDENCE, classify
 from automem.embedding import EmbeddingProvider
 from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
+from automem.events import EventPublisher, EventType, listed
 from automem.history import SYSTEM, Change, diff
 from automem.listing import listed_docs, tag_filter
 from automem.llm import LlmClient, LlmError
@@ -77,6 +78,7 @@ class MemoryService:
         jobs: JobQueue | None,
         sync: VectorSync,
         llm: LlmClient | None = None,
+        events: EventPublisher | None = None,
     ) -> None:
         self.settings = settings
         self.graph = graph
@@ -84,6 +86,12 @@ class MemoryService:
         self.jobs = jobs
         self.sync = sync
         self.llm = llm
+        self.events = events
+
+    def _publish(self, event_type: EventType, tenant: str, data: dict[str, Any]) -> None:
+        """A live event about a committed change (never fails the change: automem.events)."""
+        if self.events is not None:
+            self.events.publish(event_type, data, tenant)
 
     # --- create -------------------------------------------------------------------------------
     def prepare(
@@ -153,6 +161,11 @@ class MemoryService:
             return 201, self._deduplicated(str(outcome.existing_id))
         statuses = self._after_create([prepared])[prepared.id]
         record = MemoryRecord.from_props(prepared.props)
+        self._publish(
+            EventType.MEMORY_STORED,
+            tenant,
+            {**listed([prepared.id]), **_stored_facts(prepared.props), **statuses},
+        )
         return 201, {
             **_stored_fields(record),
             "classification": prepared.classification_method,
@@ -221,6 +234,14 @@ class MemoryService:
         outcomes = {o.id: o for o in self.graph.create_memories([p.row() for p in unique])}
         created = [p for p in unique if outcomes[p.id].status == "created"]
         statuses = self._after_create(created)
+        if created:
+            # One event per batch (AutoMem's choice too): a 1000-memory import must not flood streams.
+            duplicates = len(prepared) - len(created)
+            self._publish(
+                EventType.MEMORY_STORED,
+                tenant,
+                {**listed([p.id for p in created]), "batch": True, "duplicates": duplicates},
+            )
         results = []
         for item in prepared:
             outcome = outcomes.get(item.id) or repeats[item.id]
@@ -423,6 +444,9 @@ class MemoryService:
                 self._after_update(
                     updated, content_changed=bool(new_hash), embedding_given=embedding is not None
                 )
+                fields = sorted(changes)[:_MAX_LISTED_FIELDS]
+                data = {**listed([memory_id]), "version": updated.version, "fields": fields}
+                self._publish(EventType.MEMORY_UPDATED, updated.tenant, data)
                 return {"status": "success", "memory_id": memory_id, "memory": memory_wire(updated)}
             latest = self.graph.get_memory(memory_id)
             if latest is None:
@@ -495,6 +519,8 @@ class MemoryService:
                 raise NotFound(f"memory {memory_id} not found", field="id")
             raise _version_conflict(memory_id, current.version, if_version)
         self._sync_quietly([memory_id])
+        data = {**listed([memory_id]), "version": doc.version, "hard": False}
+        self._publish(EventType.MEMORY_DELETED, doc.tenant, data)
         return {
             "status": "success",
             "memory_id": memory_id,
@@ -534,6 +560,9 @@ class MemoryService:
                 self.graph.purge_many(done, change.event("purged", now))
             self._sync_quietly(done)
             deleted += done
+            if done:
+                data = {**listed(done), "hard": hard, "bulk": True, "tags": tags}
+                self._publish(EventType.MEMORY_DELETED, tenant, data)
             if not done:
                 break
         return {
@@ -567,18 +596,36 @@ class MemoryService:
                 reason="not_recoverable",
             )
         self._sync_quietly([memory_id])
+        data = {**listed([memory_id]), "version": doc.version}
+        self._publish(EventType.MEMORY_RECOVERED, doc.tenant, data)
         return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": memory_wire(doc)}
 
     def purge(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
-        if not self.graph.purge(memory_id, change.event("purged", now_iso())):
+        doc = self.graph.get_memory(memory_id, include_deleted=True)  # its tenant, for the event
+        if doc is None or not self.graph.purge(memory_id, change.event("purged", now_iso())):
             raise NotFound(f"memory {memory_id} not found", field="id")
         self._sync_quietly([memory_id])
+        self._publish(EventType.MEMORY_DELETED, doc.tenant, {**listed([memory_id]), "hard": True})
         return {
             "status": "success",
             "memory_id": memory_id,
             "deleted": "hard",
             "message": f"Memory {memory_id} purged",
         }
+
+
+# Changed field names listed in a memory.updated event (metadata keys count one each).
+_MAX_LISTED_FIELDS = 50
+
+
+def _stored_facts(props: dict[str, Any]) -> dict[str, Any]:
+    """The small facts of a memory.stored event: never the content itself."""
+    return {
+        "type": props["type"],
+        "importance": props["importance"],
+        "tags": props["tags"],
+        "content_length": len(props["content"]),
+    }
 
 
 def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:

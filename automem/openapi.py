@@ -77,6 +77,7 @@ from automem.schemas import (
     RestoreResult,
     StartupRecallResponse,
     StoreResult,
+    StreamStatus,
     SyncResult,
     TagsResponse,
 )
@@ -132,7 +133,7 @@ class Operation:
     summary: str
     body: type[BaseModel] | tuple[type[BaseModel], ...] | None = None
     query: type[BaseModel] | None = None
-    success: int = 200
+    success: int | None = 200  # None: a route with no success answer yet (a placeholder)
     admin: bool = False
     public: bool = False
     # The success body's model (`automem.schemas`, the SDK's typed results); None: any JSON object.
@@ -141,7 +142,14 @@ class Operation:
     produces: str | None = None  # media type of a non-JSON success response
     also: tuple[int, ...] = ()  # other success codes (deduplicated store, partial batch, queued run)
     statuses: tuple[str, ...] = ("success",)  # what the body's `status` says on success
+    errors: tuple[tuple[int, str], ...] = ()  # what an error status means on this route
 
+
+_STREAM_UNAVAILABLE = (
+    "this API process serves its maximum of streams (too_many_streams), or the event channel "
+    "is unreachable (events_unavailable)"
+)
+_DASHBOARD_NOT_BUILT = "the built-in dashboard is not built yet (dashboard_not_built)"
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/memory"): Operation(
@@ -301,6 +309,25 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         raw_body="application/gzip",
         response=RestoreResult,
     ),
+    ("GET", "/stream"): Operation(
+        "Live events as Server-Sent Events (memories, associations, enrichment, consolidation, "
+        "re-embedding), ending after AUTOMEM_STREAM_MAX_SECONDS",
+        produces="text/event-stream",
+        errors=((503, _STREAM_UNAVAILABLE),),
+    ),
+    ("GET", "/stream/status"): Operation("Live streams of the answering API process", response=StreamStatus),
+    ("GET", "/viewer/"): Operation(
+        "AutoMem's viewer path; 503 until the built-in dashboard (/ui/) exists",
+        public=True,
+        success=None,
+        errors=((503, _DASHBOARD_NOT_BUILT),),
+    ),
+    ("GET", "/viewer/<path:subpath>"): Operation(
+        "AutoMem's viewer paths; 503 until the built-in dashboard (/ui/) exists",
+        public=True,
+        success=None,
+        errors=((503, _DASHBOARD_NOT_BUILT),),
+    ),
 }
 
 _ERRORS = {
@@ -334,7 +361,7 @@ def build_spec(app: Flask) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
     for method, rule in sorted(routes(app)):
         op = OPERATIONS.get((method, rule)) or Operation("(undocumented)")
-        paths.setdefault(_openapi_path(rule), {})[method.lower()] = _operation(method, rule, op, schemas)
+        paths.setdefault(openapi_path(rule), {})[method.lower()] = _operation(method, rule, op, schemas)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -391,15 +418,15 @@ def _responses(op: Operation, schemas: dict[str, Any], rate_limited: bool) -> di
         if op.produces
         else {"application/json": {"schema": _success_schema(op, schemas)}}
     )
-    responses: dict[str, Any] = {
-        str(code): {"description": "success", "content": content} for code in (op.success, *op.also)
-    }
+    codes = () if op.success is None else (op.success, *op.also)
+    responses: dict[str, Any] = {str(code): {"description": "success", "content": content} for code in codes}
+    meanings = dict(op.errors)
     for status, description in _ERRORS.items():
         if (status == 401 and op.public) or (status == 403 and not op.admin):
             continue
         if status == 429 and not rate_limited:
             continue
-        responses[str(status)] = {"description": description, "content": error}
+        responses[str(status)] = {"description": meanings.get(status, description), "content": error}
     return responses
 
 
@@ -445,16 +472,22 @@ _UUID = {"type": "string", "format": "uuid"}
 
 
 def _path_parameters(rule: str) -> list[dict[str, Any]]:
+    """Memory ids are UUIDs; a `path` converter (the viewer's) takes any text."""
     return [
-        {"name": name, "in": "path", "required": True, "schema": _PATH_SCHEMAS.get(name, _UUID)}
-        for name in re.findall(r"<(?:[^:>]+:)?([^>]+)>", rule)
+        {"name": name, "in": "path", "required": True, "schema": _path_schema(converter, name)}
+        for converter, name in re.findall(r"<(?:([^:>]+):)?([^>]+)>", rule)
     ]
 
 
-def _openapi_path(rule: str) -> str:
+def _path_schema(converter: str, name: str) -> dict[str, Any]:
+    return {"type": "string"} if converter == "path" else _PATH_SCHEMAS.get(name, _UUID)
+
+
+def openapi_path(rule: str) -> str:
+    """A Flask rule as an OpenAPI path: `<memory_id>` and `<path:subpath>` become `{name}`."""
     return re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule)
 
 
 def _operation_id(method: str, rule: str) -> str:
-    words = re.sub(r"[^a-zA-Z0-9]+", "_", _openapi_path(rule).replace("{", "by_").replace("}", "")).strip("_")
+    words = re.sub(r"[^a-zA-Z0-9]+", "_", openapi_path(rule).replace("{", "by_").replace("}", "")).strip("_")
     return f"{method.lower()}_{words or 'root'}"

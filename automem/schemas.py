@@ -723,3 +723,29 @@ class ConsolidationStatus(Success):
 
 class RestoreResult(Success):
     """POST /admin/restore (SPEC §4; the fields beyond `status` are the server's)."""
+
+
+# --- live events ----------------------------------------------------------------------------------
+class StreamInfo(_Model):
+    """One open stream of the answering API process."""
+
+    id: str
+    opened_at: str
+    queued: int = Field(description="events waiting to be written to the client")
+    delivered: int
+    dropped: int = Field(description="events lost because the client read too slowly")
+
+
+class StreamStatus(Success):
+    """GET /stream/status: the live streams of the API process that answers (AutoMem's
+    `subscribers`, plus the bounds and counters)."""
+
+    subscribers: int
+    max_subscribers: int = Field(description="streams this process admits (AUTOMEM_STREAM_MAX_CLIENTS)")
+    queue_size: int
+    keepalive_seconds: float
+    max_seconds: float
+    channel_ready: bool = Field(description="subscribed to the event channel (false until a first stream)")
+    events_received: int
+    rejected: int = Field(description="streams refused with 503 too_many_streams")
+    streams: list[StreamInfo] = []

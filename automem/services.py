@@ -17,6 +17,7 @@ import redis
 from automem.embedding import EmbeddingProvider, build_provider
 from automem.embedding.metered import MeteredEmbedder
 from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
+from automem.events import EventPublisher
 from automem.idempotency import IdempotencyStore
 from automem.llm import LlmClient
 from automem.memories import MemoryService
@@ -41,12 +42,15 @@ class Services:
     sync: VectorSync
     memories: MemoryService
     idempotency: IdempotencyStore
+    # Live events (automem.events): published by the write path and by jobs, in every process.
+    events: EventPublisher
     warnings: list[str] = field(default_factory=list)
     llm: LlmClient | None = None
     # Worker-side logic the API runs in the request; set by the app factory (automem.ports).
     consolidation: ConsolidationPort | None = None
 
     def close(self) -> None:
+        self.events.close()
         if self.vectors is not None:
             self.vectors.close()
 
@@ -102,20 +106,22 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch)
     jobs = JobQueue(queue_redis, settings)
     llm = LlmClient.from_settings(settings, queue_redis)
-    memories = MemoryService(settings, graph, embedder, jobs, sync, llm)
+    events = EventPublisher.from_url(queue_url)
+    memories = MemoryService(settings, graph, embedder, jobs, sync, llm, events)
     idempotency = IdempotencyStore(queue_redis, settings.idempotency_ttl_seconds)
     return Services(
-        settings,
-        graph,
-        queue_redis,
-        jobs,
-        embedder,
-        vectors,
-        sync,
-        memories,
-        idempotency,
-        list(warnings),
-        llm,
+        settings=settings,
+        graph=graph,
+        queue_redis=queue_redis,
+        jobs=jobs,
+        embedder=embedder,
+        vectors=vectors,
+        sync=sync,
+        memories=memories,
+        idempotency=idempotency,
+        events=events,
+        warnings=list(warnings),
+        llm=llm,
     )
 
 

@@ -115,6 +115,39 @@ class Settings(BaseSettings):
         "`json`: one JSON object per line (time, level, logger, pid, message, request_id); `text`: "
         "plain lines.",
     )
+    stream_max_clients: int = _setting(
+        0,
+        "AUTOMEM_STREAM_MAX_CLIENTS",
+        "server",
+        "Live event streams (GET /stream) one API process serves at once; beyond it 503 "
+        "`too_many_streams`. An open stream holds one of the process's AUTOMEM_API_THREADS threads "
+        "for its whole life, so 0 (the default) means half of them (2 of the default 4), and any "
+        "value is capped at AUTOMEM_API_THREADS - 1: idle dashboards can never take every thread "
+        "from requests. With one thread, streams are off.",
+    )
+    stream_queue_size: int = _setting(
+        100,
+        "AUTOMEM_STREAM_QUEUE_SIZE",
+        "server",
+        "Events waiting per stream for a slow client (AutoMem's 100). When it is full the client "
+        "loses the newest events and is told how many (a `stream.dropped` event); the server's "
+        "memory stays bounded.",
+    )
+    stream_keepalive_seconds: float = _setting(
+        30.0,
+        "AUTOMEM_STREAM_KEEPALIVE_SECONDS",
+        "server",
+        "Seconds of silence after which a stream sends a `: keepalive` comment (AutoMem's 30). It "
+        "keeps proxies from closing an idle stream and lets the server notice a client that left.",
+    )
+    stream_max_seconds: float = _setting(
+        300.0,
+        "AUTOMEM_STREAM_MAX_SECONDS",
+        "server",
+        "A stream ends after this long; EventSource clients reconnect by themselves (after 2 s). "
+        "It gives the stream's thread back, so a stream whose client vanished without a trace "
+        "cannot hold a thread for longer.",
+    )
 
     # --- auth ---------------------------------------------------------------------------------
     api_token: str | None = _setting(
@@ -630,6 +663,10 @@ class Settings(BaseSettings):
         for name in ("graph_snapshot_max_nodes", "graph_snapshot_max_edges", "entity_scan_limit"):
             if getattr(self, name) < 1:  # (their variables are their names in capitals)
                 raise ValueError(f"{name.upper()} must be at least 1")
+        if self.stream_max_clients < 0 or self.stream_queue_size < 1:
+            raise ValueError("AUTOMEM_STREAM_MAX_CLIENTS must be >= 0 and AUTOMEM_STREAM_QUEUE_SIZE >= 1")
+        if self.stream_keepalive_seconds <= 0 or self.stream_max_seconds <= 0:
+            raise ValueError("AUTOMEM_STREAM_KEEPALIVE_SECONDS and AUTOMEM_STREAM_MAX_SECONDS must be > 0")
         return self
 
     # --- derived values -----------------------------------------------------------------------
@@ -649,6 +686,13 @@ class Settings(BaseSettings):
         runs on this one machine (the processes `automem serve` supervises get FALKORDB_URL set,
         so `embedded` alone cannot tell them apart from server mode)."""
         return self.resolved_vector_backend() == "edge"
+
+    def stream_client_limit(self) -> int:
+        """Live streams one API process admits: AUTOMEM_STREAM_MAX_CLIENTS (0: half the threads),
+        always leaving at least one thread for other requests."""
+        threads = max(1, self.api_threads)
+        wanted = self.stream_max_clients or threads // 2
+        return max(0, min(wanted, threads - 1))
 
     def graph_url(self) -> str | None:
         if self.falkordb_url:

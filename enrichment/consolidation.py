@@ -57,11 +57,12 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from automem.events import EventType
 from automem.history import JOB_CONSOLIDATE, Change
 from automem.jobnames import JobName
 from automem.record import MemoryRecord
@@ -411,7 +412,10 @@ class Consolidator:
         if not dry_run:
             record = {k: v for k, v in run.items() if k != "steps"}
             record["result"] = results
-            self.graph.record_consolidation_run(record, self.settings.consolidation_history_limit, steps)
+            try:
+                self.graph.record_consolidation_run(record, self.settings.consolidation_history_limit, steps)
+            finally:
+                self.svc.events.publish(EventType.CONSOLIDATION_RUN, run_event(run, self.settings), None)
         if error:
             raise RuntimeError(f"consolidation {mode} failed: {error}")
         return run
@@ -648,6 +652,43 @@ class Consolidator:
 # --- RQ entry point -------------------------------------------------------------------------------
 def task_interval(settings: Settings, task: str) -> int:
     return int(getattr(settings, f"consolidation_{task}_interval_seconds"))
+
+
+# What a step changed, for the event's `affected_count` (AutoMem's field).
+_AFFECTED = {
+    "decay": ("written",),
+    "creative": ("created", "updated"),
+    "cluster": ("created", "updated"),
+    "forget": ("archived",),
+}
+
+
+def run_event(run: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """The `consolidation.run` live event of a real run: AutoMem's fields (task_type,
+    affected_count, elapsed_ms, success, next_scheduled, steps) with each step's counts only —
+    no ids, pattern texts or key terms. A service-wide event: a run spans every tenant."""
+    steps = {
+        name: {k: v for k, v in result.items() if isinstance(v, int | float | bool) or v is None}
+        for name, result in run.get("steps", {}).items()
+    }
+    affected = sum(int(steps.get(name, {}).get(key) or 0) for name, keys in _AFFECTED.items() for key in keys)
+    started, finished = parse_iso(run["started_at"]), parse_iso(run["finished_at"])
+    mode = run["mode"]
+    interval = task_interval(settings, mode) if mode in TASKS else 0
+    scheduled = run["trigger"] == "schedule" and interval > 0 and settings.consolidation_enabled
+    event = {
+        "run_id": run["id"],
+        "task_type": mode,
+        "trigger": run["trigger"],
+        "success": run["success"],
+        "affected_count": affected,
+        "elapsed_ms": round((finished - started).total_seconds() * 1000, 1),
+        "next_scheduled": format_utc(finished + timedelta(seconds=interval)) if scheduled else None,
+        "steps": steps,
+    }
+    if "error" in run:
+        event["error"] = str(run["error"])[:200]
+    return event
 
 
 @job(JobName.CONSOLIDATE)

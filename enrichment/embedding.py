@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from automem import backlog
+from automem.events import EventType
 from automem.jobnames import JobName
 from automem.record import MemoryRecord
 from automem.services import Services
@@ -20,10 +21,18 @@ from enrichment.registry import job
 
 
 @job(JobName.EMBED)
-def embed_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
+def embed_memories(memory_ids: list[str], force: bool = False, run: str | None = None) -> dict[str, Any]:
     """Embed the memories whose stored embedding does not match their current content or was
-    made by another model (`force`: every one not embedded by the client)."""
+    made by another model (`force`: every one not embedded by the client). A job of re-embedding
+    run `run` then announces the run's progress (a `reembed.progress` live event)."""
     svc = current_services()
+    result = _embed(svc, memory_ids, force)
+    if run:
+        _report_progress(svc, backlog.reembed_step(svc, run, len(memory_ids)))
+    return result
+
+
+def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
     label = svc.embedder.label
     docs = svc.graph.get_memories(memory_ids)
     todo = [d for d in docs if d.state != "deleted" and _needs_embedding(d, label, force)]
@@ -64,5 +73,15 @@ def reembed(
     every: bool = False, page: int = backlog.PAGE, limit: int | None = None, batch_size: int | None = None
 ) -> dict[str, Any]:
     """A re-embedding run (`automem reembed`, POST /admin/reembed): queue embedding jobs for the
-    memories lacking a current vector of the configured model, or (`every`) all of them."""
-    return backlog.start_reembed(current_services(), every, page, limit, batch_size)
+    memories lacking a current vector of the configured model, or (`every`) all of them. Its first
+    `reembed.progress` event says how many were queued (and that it is finished if none were)."""
+    svc = current_services()
+    started = backlog.start_reembed(svc, every, page, limit, batch_size)
+    _report_progress(svc, started["progress"])
+    return started
+
+
+def _report_progress(svc: Services, progress: dict[str, Any] | None) -> None:
+    """A service-wide event: a run spans every tenant and the event carries counts only."""
+    if progress is not None:
+        svc.events.publish(EventType.REEMBED_PROGRESS, progress, None)

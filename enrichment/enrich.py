@@ -27,6 +27,7 @@ from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
 from enrichment.context import current_services
 from enrichment.entities import Entity, extract_entities
+from enrichment.jobevents import enrichment_events, error_text
 from enrichment.links import link_sequence, link_similar
 from enrichment.registry import job
 
@@ -135,18 +136,20 @@ def _entities_by_kind(found: list[Entity]) -> dict[str, list[str]]:
 @job(JobName.ENRICH)
 def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any]:
     """Enrich each memory: entities and their tags, MENTIONS edges, a summary, its place in its
-    sequence (PRECEDED_BY) and, once it has a vector, SIMILAR_TO links.
+    sequence (PRECEDED_BY) and, once it has a vector, SIMILAR_TO links. Announced as live
+    events: enrichment.start, then enrichment.complete or enrichment.failed.
 
     Idempotent: a memory already enriched at the current version is skipped unless `force`.
     The write is guarded by the memory's version, so a client change made while the job ran is
     never reverted; the job re-reads and tries again, and the change also queued its own job."""
     svc = current_services()
     enriched = 0
-    with _recording(svc) as record:
+    with _recording(svc) as record, enrichment_events(svc, memory_ids) as announced:
         for memory_id in memory_ids:
             if _enrich_one(svc, memory_id, force):
                 enriched += 1
                 record(memory_id)
+                announced.add(memory_id)
     return {"enriched": enriched, "skipped": len(memory_ids) - enriched}
 
 
@@ -215,7 +218,7 @@ def _recording(svc: Services) -> Iterator[Any]:
     except Exception as exc:
         svc.queue_redis.hset(
             ENRICHMENT_STATS_KEY,
-            mapping={"last_error": f"{exc.__class__.__name__}: {str(exc)[:200]}", "last_error_at": now_iso()},
+            mapping={"last_error": error_text(exc), "last_error_at": now_iso()},
         )
         svc.queue_redis.hincrby(ENRICHMENT_STATS_KEY, "failures", 1)
         raise

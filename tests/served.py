@@ -1,8 +1,9 @@
 """The test app served over real HTTP (werkzeug's threaded server in a thread), for clients that
-must talk to it through sockets: the SDK and the MCP server."""
+must talk to it through sockets: the SDK, the MCP server and event streams."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 
@@ -11,8 +12,9 @@ from flask import Flask
 from werkzeug.serving import make_server
 
 
-@pytest.fixture
-def base_url(app: Flask) -> Iterator[str]:
+@contextlib.contextmanager
+def serve(app: Flask) -> Iterator[str]:
+    """`app` on a free loopback port for the duration; yields its base URL."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="served-app", daemon=True)
     thread.start()
@@ -21,3 +23,9 @@ def base_url(app: Flask) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=10)
+
+
+@pytest.fixture
+def base_url(app: Flask) -> Iterator[str]:
+    with serve(app) as url:
+        yield url

@@ -15,12 +15,12 @@ bp = Blueprint("graph", __name__)
 
 @bp.post("/associate")
 def associate() -> tuple[Response, int]:
-    graph = services().graph
+    svc = services()
     body = json_body()
     if isinstance(body, dict) and "associations" in body:
-        status, payload = associations.associate_many(graph, body["associations"])
+        status, payload = associations.associate_many(svc.graph, body["associations"], svc.events)
         return respond(payload, status)
-    return respond(associations.associate_one(graph, body), 201)
+    return respond(associations.associate_one(svc.graph, body, svc.events), 201)
 
 
 @bp.get("/memories/<memory_id>/related")

@@ -17,7 +17,9 @@ from automem.api import (
     memories,
     metrics,
     recall,
+    stream,
     tags,
+    viewer,
 )
 
 BLUEPRINTS = (
@@ -34,6 +36,8 @@ BLUEPRINTS = (
     backup,
     metrics,
     docs,
+    stream,
+    viewer,
 )
 
 

@@ -502,6 +502,12 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         found = self._ro(cypher, {"rows": list(rows), "tenant": tenant})
         return [(str(a), str(b), str(t)) for a, b, t in found]
 
+    def tenants_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """Each existing memory's tenant, by id (deleted ones included): what a job's live events
+        need to reach the right streams, read without the rest of the node."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.tenant"
+        return {row[0]: row[1] for row in self._ro(cypher, {"ids": list(ids)})}
+
     def by_tag(
         self,
         tags: Sequence[str],

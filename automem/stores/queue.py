@@ -109,13 +109,19 @@ class JobQueue:
         )
 
     def enqueue_embed(
-        self, memory_ids: Sequence[str], content_hashes: Sequence[str], force: bool = False
+        self,
+        memory_ids: Sequence[str],
+        content_hashes: Sequence[str],
+        force: bool = False,
+        run: str | None = None,
     ) -> bool:
         """Embed these memories' current contents (`force`: even where a vector of the current
-        model exists, for a full re-embedding)."""
+        model exists, for a full re-embedding). `run` names the re-embedding run the job belongs
+        to, so it reports the run's progress when done."""
         digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
         job_id = f"{'reembed' if force else 'embed'}-{digest}"
-        return self._enqueue("embed", JobName.EMBED, job_id, list(memory_ids), force)
+        args: tuple[object, ...] = (list(memory_ids), force) + ((run,) if run else ())
+        return self._enqueue("embed", JobName.EMBED, job_id, *args)
 
     def enqueue_reembed(self, every: bool, limit: int | None = None, batch_size: int | None = None) -> bool:
         """The re-embedding run (one at a time per mode)."""

@@ -13,6 +13,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from automem.app import check_bind_allowed
+from automem.auth import is_public
 from automem.errors import ConfigurationError
 from tests.conftest import API_TOKEN, make_settings
 from tests.integration.test_auth_contract import _path as concrete_path
@@ -32,7 +33,7 @@ ROUTES = [
 def every_protected_route(app: Flask) -> list[tuple[str, str]]:
     routes = []
     for rule in app.url_map.iter_rules():
-        if rule.endpoint == "static" or rule.rule.startswith(("/health", "/metrics")):
+        if rule.endpoint == "static" or is_public(rule.rule):  # /health, /metrics, /viewer
             continue
         path = concrete_path(rule.rule)
         routes.extend((method, path) for method in sorted(rule.methods - {"HEAD", "OPTIONS"}))

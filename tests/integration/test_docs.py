@@ -11,7 +11,7 @@ from flask import Blueprint
 
 from automem import cli, docsgen
 from automem.api.routes import routes_app
-from automem.openapi import OPERATIONS, build_spec
+from automem.openapi import OPERATIONS, build_spec, openapi_path
 from tests.conftest import Api
 
 
@@ -23,7 +23,7 @@ def test_the_offline_document_is_the_served_one(api: Api) -> None:
 def test_api_reference_describes_every_operation() -> None:
     text = docsgen.render_api_reference()
     for method, rule in OPERATIONS:
-        path = rule.replace("<", "{").replace(">", "}")
+        path = openapi_path(rule)
         assert f"### `{method} {path}`" in text, (method, path)
     assert "| `tag_mode` | one of `any`, `all` |" in text  # query parameters come from the models
     assert "### MemoryCreate" in text and "[MemoryCreate](#memorycreate)" in text

@@ -9,7 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from openapi_spec_validator import validate
 
-from automem.openapi import OPERATIONS, build_spec, routes
+from automem.openapi import OPERATIONS, build_spec, openapi_path, routes
 from tests.conftest import Api
 
 
@@ -22,7 +22,7 @@ def test_every_route_is_described_and_every_description_is_a_route(app: Flask) -
 def test_the_document_lists_exactly_the_served_methods(app: Flask) -> None:
     spec = build_spec(app)
     listed = {(method.upper(), path) for path, ops in spec["paths"].items() for method in ops}
-    expected = {(m, r.replace("<", "{").replace(">", "}")) for m, r in routes(app)}
+    expected = {(m, openapi_path(r)) for m, r in routes(app)}
     assert listed == expected
 
 
@@ -59,6 +59,10 @@ def test_security_admin_and_media_types(app: Flask) -> None:
     assert "403" in reembed["responses"]
     assert set(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
     assert set(spec["paths"]["/backup"]["get"]["responses"]["200"]["content"]) == {"application/gzip"}
+    assert set(spec["paths"]["/stream"]["get"]["responses"]["200"]["content"]) == {"text/event-stream"}
+    viewer = spec["paths"]["/viewer/{subpath}"]["get"]
+    assert viewer["security"] == [] and not [code for code in viewer["responses"] if code.startswith("2")]
+    assert viewer["parameters"][0]["schema"] == {"type": "string"}  # a path, not a memory id
     assert set(spec["paths"]["/admin/restore"]["post"]["requestBody"]["content"]) == {"application/gzip"}
 
 
