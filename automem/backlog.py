@@ -10,12 +10,13 @@ embeds, enriches or consolidates; it only hands ids and runs to the queue.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
 import redis
 
-from automem.counters import ENRICHMENT_STATS_KEY
+from automem.counters import ENRICHMENT_STATS_KEY, FAILED_ITEMS_KEY
 from automem.errors import StoreUnavailable
 from automem.models import is_uuid
 from automem.stores.codec import as_text, decoded
@@ -96,7 +97,7 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> in
     active memory)."""
     queued, after = 0, ""
     version = 1 << 30 if force else ENRICHMENT_VERSION
-    while ids := svc.graph.ids_needing_enrichment(page, after, version):
+    while ids := svc.graph.ids_needing_enrichment(page, after, version, retry_failed=force):
         versions = {m.id: m.version for m in svc.graph.get_memories(ids)}
         chunk = [i for i in ids if i in versions]
         for start in range(0, len(chunk), ENRICH_CHUNK):
@@ -187,10 +188,12 @@ def enrichment_status(svc: Services) -> dict[str, Any]:
         queues = svc.jobs.registry_counts()
         intake = svc.jobs.intake_depths()
         stats = decoded(svc.queue_redis.hgetall(ENRICHMENT_STATS_KEY))
+        failed_items = _failed_items(svc)
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
     enrich = queues["enrich"]
-    pending = svc.graph.counts()["enrichment_pending"]
+    counts = svc.graph.counts()
+    pending = counts["enrichment_pending"]
     enriched, failures = int(stats.get("enriched", 0)), int(stats.get("failures", 0))
     return {
         # AutoMem's `status`: whether a worker is there to do the work.
@@ -217,9 +220,23 @@ def enrichment_status(svc: Services) -> dict[str, Any]:
             "last_error": stats.get("last_error"),
             "last_error_at": stats.get("last_error_at"),
         },
+        # Memories a job skipped after an error of their own (the rest of their batch went on).
+        "failed_items": failed_items,
+        "failed_memories": counts["enrichment_failed"],
         "classification": _classification_status(svc),
         "llm": _llm_status(svc),
     }
+
+
+def _failed_items(svc: Services, sample: int = 20) -> dict[str, Any]:
+    """How many (job, memory) pairs are recorded as failed, and up to `sample` of them."""
+    items = []
+    for _, raw in svc.queue_redis.hscan_iter(FAILED_ITEMS_KEY, count=sample):
+        items.append(json.loads(raw))
+        if len(items) >= sample:
+            break
+    items.sort(key=lambda item: str(item.get("at")), reverse=True)
+    return {"count": int(svc.queue_redis.hlen(FAILED_ITEMS_KEY)), "items": items}
 
 
 def _classification_status(svc: Services) -> dict[str, Any]:

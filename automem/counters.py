@@ -1,6 +1,6 @@
 """Counters every process keeps in Redis, so GET /metrics and GET /enrichment/status see the
 work of workers on any host: embedding calls, texts and failures; enrichment successes,
-failures and the last error."""
+failures and the last error; the memories a job could not process."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import redis
 EMBEDDING_STATS_KEY = "automem:embedding:stats"
 # Written by the enrichment job (enrichment.enrich), read by the API.
 ENRICHMENT_STATS_KEY = "automem:enrichment:stats"
+# One field per (job, memory) a job skipped after an error of that memory's own (enrichment.isolation):
+# "<job>:<memory id>" -> {"memory_id", "job", "reason", "at", "version"} as JSON. A later success clears it.
+FAILED_ITEMS_KEY = "automem:jobs:failed_items"
 
 
 def count_embedding(conn: redis.Redis | None, texts: int, failed: bool) -> None:

@@ -8,8 +8,10 @@ memory's `created_at`, `created_by` and `created_reason`, which keeps ingest as 
 Events: created, modified (field by field, old and new values; metadata key by key), deleted,
 recovered, enriched (tags and metadata the enrichment job changed), classified (an LLM type),
 archived (consolidation's forgetting), entity_merged (an admin merged an entity the memory
-mentions into another: its tags and metadata, old and new) and purged (a tombstone without
-content, written when the memory and the rest of its trail are removed for good). Each carries
+mentions into another: its tags and metadata, old and new), enrichment_failed and
+embedding_failed (a job skipped the memory after an error of its own; the reason says which)
+and purged (a tombstone without content, written when the memory and the rest of its trail are
+removed for good). Each carries
 the actor (`api-key:<digest>`, `admin`, `anonymous`, `job:<name>`; never a token), an optional
 reason, the time, and the memory's `version` and `rev` after the change. `rev` orders a
 memory's events (every recorded change bumps it) and is the pagination cursor.
@@ -37,6 +39,8 @@ EVENTS = (
     "classified",
     "archived",
     "entity_merged",
+    "enrichment_failed",
+    "embedding_failed",
     "purged",
 )
 
@@ -77,6 +81,7 @@ class Change:
 
 SYSTEM = Change("system")
 JOB_ENRICH = Change("job:enrich")
+JOB_EMBED = Change("job:embed")
 JOB_CLASSIFY = Change("job:classify")
 JOB_CONSOLIDATE = Change("job:consolidate")
 JOB_PURGE = Change("job:purge", "retention: deleted more than RETENTION_DAYS ago")

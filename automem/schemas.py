@@ -593,6 +593,20 @@ class QueueCounts(_Model):
     finished: int
 
 
+class FailedItem(_Model):
+    memory_id: str
+    job: str
+    reason: str
+    at: str
+
+
+class FailedItems(_Model):
+    """Memories a job skipped after an error of their own: how many, and the newest few."""
+
+    count: int
+    items: list[FailedItem]
+
+
 class EnrichmentStatus(Success):
     """GET /enrichment/status: AutoMem's fields (`status` running | stopped, queue_size, pending,
     inflight, max_attempts, stats, classification) and ours."""
@@ -607,6 +621,8 @@ class EnrichmentStatus(Success):
     failed: int
     pending_memories: int
     stats: dict[str, Any]
+    failed_items: FailedItems
+    failed_memories: int
     classification: dict[str, Any]
     llm: dict[str, Any]
 

@@ -2,11 +2,13 @@
 
 The embedding is written only if the content is still the one that was embedded (the graph write
 checks the content hash), so an edit during the job is never reverted: the edit queued its own
-embedding job. Client-supplied vectors are the client's and are never replaced.
+embedding job. Client-supplied vectors are the client's and are never replaced. A memory whose
+vector or links fail on their own is recorded and skipped; the rest of the batch is written.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from automem import backlog
@@ -15,7 +17,9 @@ from automem.jobnames import JobName
 from automem.record import MemoryRecord
 from automem.services import Services
 from automem.timeutil import now_iso
+from automem.validation import check_vector
 from enrichment.context import current_services
+from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.links import link_similar
 from enrichment.registry import job
 
@@ -40,14 +44,23 @@ def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
         return {"embedded": 0, "skipped": len(memory_ids)}
     vectors = svc.embedder.embed([d.content for d in todo])
     now = now_iso()
-    rows = [
-        {"id": d.id, "hash": d.content_hash, "vector": v, "model": label, "at": now}
-        for d, v in zip(todo, vectors, strict=True)
-    ]
-    written = svc.graph.set_embeddings(rows)
+    rows, failed = [], 0
+    for doc, vector in zip(todo, vectors, strict=True):
+        checked = isolated(svc, JobName.EMBED, doc.id, partial(check_vector, vector, svc.embedder.dimension))
+        if isinstance(checked, ItemFailed):  # a provider's NaN or short vector: this memory only
+            failed += 1
+            continue
+        rows.append({"id": doc.id, "hash": doc.content_hash, "vector": checked, "model": label, "at": now})
+    written = svc.graph.set_embeddings(rows) if rows else []
     linked = _link_similar_all(svc, written)
     svc.sync.request(written)
-    return {"embedded": len(written), "skipped": len(memory_ids) - len(written), "similar_links": linked}
+    clear_failures(svc, JobName.EMBED, written)
+    return {
+        "embedded": len(written),
+        "skipped": len(memory_ids) - len(written) - failed,
+        "failed": failed,
+        "similar_links": linked,
+    }
 
 
 def _needs_embedding(doc: MemoryRecord, label: str, force: bool) -> bool:
@@ -62,10 +75,19 @@ def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
         return 0
     s = svc.settings
     now = now_iso()
-    return sum(
-        link_similar(svc.graph, i, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
-        for i in memory_ids
-    )
+    linked = 0
+    for memory_id in memory_ids:
+        link = partial(
+            link_similar,
+            svc.graph,
+            memory_id,
+            s.enrichment_similarity_limit,
+            s.enrichment_similarity_threshold,
+            now,
+        )
+        outcome = isolated(svc, JobName.EMBED, memory_id, link)
+        linked += 0 if isinstance(outcome, ItemFailed) else outcome
+    return linked
 
 
 @job(JobName.REEMBED)

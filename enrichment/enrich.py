@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from automem.backlog import ENRICHMENT_VERSION
@@ -27,6 +28,7 @@ from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
 from enrichment.context import current_services
 from enrichment.entities import Entity, extract_entities
+from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.jobevents import enrichment_events, error_text
 from enrichment.links import link_sequence, link_similar
 from enrichment.registry import job
@@ -140,17 +142,24 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     events: enrichment.start, then enrichment.complete or enrichment.failed.
 
     Idempotent: a memory already enriched at the current version is skipped unless `force`.
+    A memory that raises an error of its own is recorded and skipped (enrichment.isolation);
+    the rest of the batch is enriched.
     The write is guarded by the memory's version, so a client change made while the job ran is
     never reverted; the job re-reads and tries again, and the change also queued its own job."""
     svc = current_services()
-    enriched = 0
+    enriched: list[str] = []
+    failed = 0
     with _recording(svc) as record, enrichment_events(svc, memory_ids) as announced:
         for memory_id in memory_ids:
-            if _enrich_one(svc, memory_id, force):
-                enriched += 1
+            outcome = isolated(svc, JobName.ENRICH, memory_id, partial(_enrich_one, svc, memory_id, force))
+            if isinstance(outcome, ItemFailed):
+                failed += 1
+            elif outcome:
+                enriched.append(memory_id)
                 record(memory_id)
                 announced.add(memory_id)
-    return {"enriched": enriched, "skipped": len(memory_ids) - enriched}
+        clear_failures(svc, JobName.ENRICH, enriched)
+    return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
 
 
 def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:

@@ -600,9 +600,11 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
                sum(CASE WHEN m.state <> 'deleted' AND (m.embedding_hash IS NULL
                         OR m.embedding_hash <> m.content_hash) THEN 1 ELSE 0 END),
                sum(CASE WHEN m.state = 'active' AND coalesce(m.enriched, false) = false
+                        AND coalesce(m.enrich_failed_version, -1) <> m.version THEN 1 ELSE 0 END),
+               sum(CASE WHEN m.state = 'active' AND coalesce(m.enrich_failed_version, -1) = m.version
                         THEN 1 ELSE 0 END)
         """)
-        total, active, deleted, with_vector, pending, unenriched = (int(v or 0) for v in rows[0])
+        total, active, deleted, with_vector, pending, unenriched, failed = (int(v or 0) for v in rows[0])
         return {
             "total": total,
             "active": active,
@@ -610,6 +612,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
             "with_embedding": with_vector,
             "embedding_pending": pending,
             "enrichment_pending": unenriched,
+            "enrichment_failed": failed,
         }
 
     def reembed_page(self, label: str, every: bool, after: str, limit: int) -> list[tuple[str, str]]:
@@ -652,15 +655,35 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
 
     # --- enrichment ---------------------------------------------------------------------------
-    def ids_needing_enrichment(self, limit: int, after: str = "", version: int = 0) -> list[str]:
-        """Active memories never enriched, changed since, or enriched by an older enricher."""
+    def ids_needing_enrichment(
+        self, limit: int, after: str = "", version: int = 0, retry_failed: bool = False
+    ) -> list[str]:
+        """Active memories never enriched, changed since, or enriched by an older enricher; one
+        whose enrichment failed at its current version only with `retry_failed`."""
         cypher = """
         MATCH (m:Memory)
         WHERE m.id > $after AND m.state = 'active'
           AND (coalesce(m.enriched, false) = false OR coalesce(m.enrichment_version, 0) < $version)
+          AND ($retry OR coalesce(m.enrich_failed_version, -1) <> m.version)
         RETURN m.id ORDER BY m.id LIMIT $limit
         """
-        return [row[0] for row in self._ro(cypher, {"after": after, "limit": limit, "version": version})]
+        params = {"after": after, "limit": limit, "version": version, "retry": retry_failed}
+        return [row[0] for row in self._ro(cypher, params)]
+
+    def record_job_failure(self, memory_id: str, event: dict[str, Any], enrichment: bool) -> bool:
+        """A history event saying a job could not process this memory (its fields stay as they
+        were; `rev` goes up, as for every recorded event: it orders the trail). For an
+        `enrichment` failure the memory's version is kept in `enrich_failed_version`, so the
+        backlog leaves it until a client change makes a new version (or a forced reprocess)."""
+        cypher = f"""
+        MATCH (m:Memory {{id: $id}})
+        SET m.rev = m.rev + 1
+        FOREACH (_ IN CASE WHEN $enrichment THEN [1] ELSE [] END | SET m.enrich_failed_version = m.version)
+        {_RECORD_EVENT.format(event="$event")}
+        RETURN m.id
+        """
+        params = {"id": memory_id, "event": event, "enrichment": enrichment}
+        return bool(self._query(cypher, params).result_set)
 
     def apply_enrichment(
         self,
