@@ -4,10 +4,16 @@ embeddings decode several times faster.
 
 Differences from the standard library that clients can notice, all towards strict JSON: NaN and
 Infinity are refused in requests (they are not JSON) and written as null in answers.
+
+orjson reads an integer beyond 64 bits as a float, silently changing it; a body holding a run of
+19 or more digits is read by the standard library instead, so the integer reaches validation as
+sent (and is refused there: the stores keep 64-bit integers).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import orjson
@@ -15,6 +21,18 @@ from flask import Flask, Response
 from flask.json.provider import JSONProvider
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS
+_LONG_DIGITS = re.compile(rb"\d{19,}")
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def loads(data: str | bytes) -> Any:
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_DIGITS.search(raw):
+        return json.loads(raw, parse_constant=_not_json)
+    return orjson.loads(raw)
 
 
 def _default(value: Any) -> Any:
@@ -29,7 +47,7 @@ class OrjsonProvider(JSONProvider):
         return orjson.dumps(obj, default=_default, option=_OPTIONS).decode()
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
-        return orjson.loads(s)
+        return loads(s)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
         obj = self._prepare_response_obj(args, kwargs)

@@ -137,3 +137,15 @@ def test_whatever_passes_survives_a_json_round_trip(value: Any) -> None:
     text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     assert json.loads(text) == value
     text.encode("utf-8")
+
+
+def test_integers_beyond_64_bits_reach_validation_as_sent() -> None:
+    """orjson would read 2**70 as a float; the body reader keeps it exact, so the model refuses it."""
+    from automem.jsonio import loads
+
+    body = loads(b'{"content": "x", "metadata": {"n": 1180591620717411303424, "s": "12345678901234567890"}}')
+    assert body["metadata"]["n"] == 2**70 and isinstance(body["metadata"]["n"], int)
+    assert refused(MemoryCreate, body) == "metadata"
+    with pytest.raises(ValueError):
+        loads(b'{"n": 12345678901234567890123, "x": NaN}')
+    assert loads(b'{"n": 1.5}') == {"n": 1.5}
