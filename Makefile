@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATA_DIR ?= $(HOME)/.local/share/automem
 PORT ?= 8001
 
-.PHONY: install run test test-fast fuzz lint typecheck docs clean
+.PHONY: install run test test-fast fuzz properties lint typecheck docs clean
 
 $(BIN)/automem: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ test-fast: install
 FUZZ_EXAMPLES ?= 300
 fuzz: install
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SUMMARY=benchmarks/fuzz.json $(BIN)/python -m pytest -q -s -m fuzz
+
+# A long pass of the restore properties (the default test run does a short one); counts in benchmarks/properties.json.
+PROPERTY_EXAMPLES ?= 150
+properties: install
+	PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) PROPERTY_SUMMARY=benchmarks/properties.json $(BIN)/python -m pytest -q -s -m properties
 
 lint: install
 	$(BIN)/ruff check automem enrichment tests scripts

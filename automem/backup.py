@@ -59,6 +59,16 @@ _INFLATE_STEP = 1 << 20  # decompressed bytes per step: a small, highly compress
 MAX_LINE = 16 << 20
 _PHASES = {"header": 0, "memory": 1, "event": 1, "node": 1, "edge": 2, "vector": 3, "end": 4}
 COUNTED = ("memory", "event", "node", "edge", "vector")
+# The fields of each record kind (the header may carry more: it is informational). A record with
+# any other field is refused, so a restore either takes every field of an archive or refuses it.
+_FIELDS = {
+    "memory": {"kind", "props", "embedding"},
+    "event": {"kind", "props"},
+    "node": {"kind", "labels", "props"},
+    "edge": {"kind", "type", "from", "to", "props"},
+    "vector": {"kind", "id", "vector", "payload"},
+    "end": {"kind", "counts"},
+}
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -220,6 +230,9 @@ class ArchiveCheck:
         if _PHASES[kind] < self.phase or (kind == "header" and self.phase >= 0):
             raise invalid(f"line {number}: a {kind} record out of order")
         self.phase = _PHASES[kind]
+        unknown = set(record) - _FIELDS.get(kind, set(record))
+        if unknown:
+            raise invalid(f"line {number}: a {kind} record with unknown fields {sorted(unknown)}")
         try:
             getattr(self, f"_{kind}")(record)
         except (KeyError, TypeError, ValueError) as exc:
@@ -285,7 +298,12 @@ class ArchiveCheck:
         checked_name(record["type"])
         for end in ("from", "to"):
             ref = _mapping(record[end])
-            if ref.get("label") not in NODE_KEYS or not isinstance(ref.get("key"), str | int):
+            if (
+                set(ref) != {"label", "key"}
+                or ref["label"] not in NODE_KEYS
+                or not isinstance(ref["key"], str | int)
+                or isinstance(ref["key"], bool)
+            ):
                 raise ValueError(f"{end} must name a node by label ({', '.join(NODE_KEYS)}) and key")
             if self.settings is not None and ref["key"] not in self.node_keys.get(ref["label"], ()):
                 raise ValueError(f"{end} names :{ref['label']} {ref['key']!r}, which is not in the archive")

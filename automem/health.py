@@ -161,20 +161,37 @@ def repair_vectors(svc: Services, every: bool, dry_run: bool = False) -> dict[st
     if dry_run:
         samples = {f"{k}_sample": v["sample"] for k, v in before.items()}
         return {"status": "dry_run", "dry_run": True, **_counts(svc), **counts, **samples}
-    if not every and not any(counts.values()):
+    rebuilt = svc.sync.rebuild_if_marked()  # an interrupted restore: revs cannot be trusted
+    if rebuilt is None and not every and not any(counts.values()):
         return {"status": "already_synced", "synced": 0, "failed": 0, "repaired": 0, **_counts(svc), **counts}
-    repaired = svc.sync.repair(force=every)
+    repaired = rebuilt if rebuilt is not None else svc.sync.repair(force=every)
     orphans = svc.sync.orphans()
     svc.vectors.delete(orphans)
-    after = _counts(svc)
     return {
         "status": "complete",
         "synced": repaired,
         "repaired": repaired,
+        "rebuilt": rebuilt is not None,
         "orphans_deleted": len(orphans),
-        "failed": max(0, after["difference"]),
-        **after,
+        **_unrepaired(svc),
+        **_counts(svc),
         **counts,
+    }
+
+
+def _unrepaired(svc: Services) -> dict[str, Any]:
+    """What a repair left (nothing, unless the vector store refused writes meanwhile): `failed`
+    counts it, `unrepaired` says which points and why."""
+    left = {k: v for k, v in svc.sync.audit().items() if v["count"]}
+    if not left:
+        return {"failed": 0}
+    return {
+        "failed": sum(v["count"] for v in left.values()),
+        "unrepaired": {
+            **left,
+            "reason": "the vector store did not take every write (see the service log); "
+            "run POST /admin/sync again once it is healthy",
+        },
     }
 
 

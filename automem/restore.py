@@ -15,15 +15,20 @@ the old graph or the new one whole, never a mix.
 3. Build the archive's graph in a staging graph beside the live one (same indexes and unique
    constraints) and check it took every record (500 `restore_incomplete` otherwise, staging
    deleted, live store untouched).
-4. Commit: one atomic MULTI renames live -> previous and staging -> live, then drops previous.
-   Before this step nothing visible changed; after it the graph is the archive's.
-5. Drop queued work and stored idempotent answers (they were about the old store).
+4. Mark the vectors for a rebuild (a Redis key holding the dimension), then commit: one atomic
+   MULTI renames live -> previous and staging -> live, then drops previous. Before this step
+   nothing visible changed; after it the graph is the archive's.
+5. Drop queued work and stored idempotent answers (they were about the old store). From here
+   on a failure is a warning in a 200: the graph, the source of truth, is restored.
 6. Vectors are derived: the collection is re-created and filled from the archive's points, or
    (with `vectors=graph`, an archive without points, or a failure writing them) rebuilt from
-   the restored graph by the repair path.
+   the restored graph by the repair path; then the rebuild mark is cleared. A process killed
+   before that leaves the mark, and the vector owner's next start (or POST /admin/sync)
+   rebuilds every point from the graph.
 7. Reconcile queues embedding and enrichment for whatever still lacks it.
 
-Only one restore runs at a time (a Redis lock). A staging graph left by a killed restore is
+Only one restore runs at a time: a Redis lock of LOCK_SECONDS, renewed while the restore runs,
+so a killed restore frees it within LOCK_SECONDS. A staging graph left by a killed restore is
 removed by the next restore; until then it is invisible to the service.
 """
 
@@ -32,10 +37,13 @@ from __future__ import annotations
 import logging
 import secrets
 import tempfile
+import threading
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
+
+import redis
 
 from automem.backlog import queue_missing_work
 from automem.backup import CHUNK, ArchiveCheck, checked_records
@@ -50,7 +58,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LOCK = "automem:restore:running"
-LOCK_SECONDS = 6 * 3600
+LOCK_SECONDS = 30
 NODE_BATCH = 500
 EDGE_BATCH = 1000
 
@@ -76,10 +84,12 @@ def restore_archive(
         if mode != "replace":
             _require_empty(svc)
         writer = _staged_graph(svc, spool, check)
+        # Until the vectors are rewritten a crash leaves them to a full rebuild at the next start.
+        svc.sync.mark_rebuild(svc.embedder.dimension)
         svc.graph.swap_in(writer.graph)  # the commit point: before it nothing changed
-        dropped = _reset_work(svc)
-        points = _rebuild_vectors(svc, spool, writer.texts, use_archive=vectors == "archive")
-    repaired = svc.sync.repair() if svc.vectors is not None else 0
+        dropped, warnings = _reset_work(svc)
+        points, repaired, vector_warnings = _refill_vectors(svc, spool, writer.texts, vectors == "archive")
+        warnings += vector_warnings
     queued = queue_missing_work(svc)
     header = check.header or {}
     return {
@@ -103,7 +113,7 @@ def restore_archive(
             "embedding": header.get("embedding"),
             "counts": dict(check.counts),
         },
-        "warnings": _warnings(svc, header),
+        "warnings": _warnings(svc, header) + warnings,
     }
 
 
@@ -128,19 +138,49 @@ def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> _Writ
     return writer
 
 
-def _reset_work(svc: Services) -> int:
-    """Queued work and stored idempotent answers were about the old store; returns jobs dropped."""
-    dropped = svc.jobs.clear()
-    svc.idempotency.clear()
-    return dropped
+def _reset_work(svc: Services) -> tuple[int, list[str]]:
+    """Queued work and stored idempotent answers were about the old store: (jobs dropped,
+    warnings). The graph is restored by now, so a failure here is a warning, not an error: a job
+    left behind finds its memory gone or of another version and does nothing."""
+    try:
+        dropped = svc.jobs.clear()
+        svc.idempotency.clear()
+    except Exception:
+        log.exception("dropping the old store's queued work failed")
+        return 0, ["queued jobs of the old store could not all be dropped; they find nothing to do"]
+    return dropped, []
+
+
+def _refill_vectors(
+    svc: Services, spool: IO[bytes], texts: dict[str, str], use_archive: bool
+) -> tuple[int, int, list[str]]:
+    """(points written from the archive, points rebuilt from the graph, warnings). The graph is
+    restored by now: a vector store that fails here leaves the rebuild marked for its owner's
+    next start or POST /admin/sync, and the restore still answers 200 with a warning."""
+    if svc.vectors is None:
+        return 0, 0, []
+    try:
+        points = _rebuild_vectors(svc, spool, texts, use_archive)
+        repaired = svc.sync.repair()
+    except Exception:
+        log.exception("the vector store failed after the graph was restored")
+        return (
+            0,
+            0,
+            [
+                "the graph was restored but the vector store failed: its points will be rebuilt from "
+                "the graph at the next start of the service or by POST /admin/sync"
+            ],
+        )
+    svc.sync.clear_rebuild()
+    return points, repaired, []
 
 
 def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use_archive: bool) -> int:
     """The vector store is derived: emptied and refilled with the archive's points (`use_archive`)
     or left for the repair from the graph that follows. A failure here is repaired from the graph
     (the restored source of truth) rather than failing a restore that has already committed."""
-    if svc.vectors is None:
-        return 0
+    assert svc.vectors is not None
     svc.vectors.drop()
     svc.vectors.ensure_collection(svc.embedder.dimension)
     if not use_archive:
@@ -172,18 +212,34 @@ def _point(record: dict[str, Any], texts: dict[str, str]) -> VectorPoint:
 
 @contextmanager
 def _restore_lock(svc: Services) -> Iterator[None]:
+    """One restore at a time. The lock lives LOCK_SECONDS and is renewed while the restore runs,
+    so a process killed mid-restore frees it within LOCK_SECONDS rather than blocking restores."""
     token = secrets.token_hex(8)
     if not svc.queue_redis.set(LOCK, token, nx=True, ex=LOCK_SECONDS):
         raise Conflict("another restore is running", reason="restore_in_progress")
+    done = threading.Event()
+    renewer = threading.Thread(target=_renew_lock, args=(svc, token, done), name="restore-lock", daemon=True)
+    renewer.start()
     try:
         yield
     finally:
-        svc.queue_redis.eval(
-            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0",
-            1,
-            LOCK,
-            token,
-        )
+        done.set()
+        renewer.join()
+        svc.queue_redis.eval(_RELEASE, 1, LOCK, token)
+
+
+_RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_RENEW = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('expire', KEYS[1], ARGV[2]) end return 0"
+)
+
+
+def _renew_lock(svc: Services, token: str, done: threading.Event) -> None:
+    while not done.wait(LOCK_SECONDS / 3):
+        try:
+            svc.queue_redis.eval(_RENEW, 1, LOCK, token, LOCK_SECONDS)
+        except redis.exceptions.RedisError:
+            log.warning("could not renew the restore lock", exc_info=True)
 
 
 def _require_empty(svc: Services) -> None:

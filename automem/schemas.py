@@ -665,6 +665,8 @@ class SyncResult(Success):
     failed: int | None = None
     repaired: int | None = None
     orphans_deleted: int | None = None
+    rebuilt: bool = False
+    unrepaired: dict[str, Any] | None = None
     dry_run: bool = False
     graph_memories: int
     vector_points: int

@@ -61,7 +61,9 @@ def storable_problem(value: Any, path: str = "") -> tuple[str, str] | None:
         return (path, problem) if problem else None
     if isinstance(value, dict):
         for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
+            # Escaped: the message must itself be text (a lone surrogate in a key would break it).
+            shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+            where = f"{path}.{shown}" if path else shown
             problem = text_problem(str(key))
             if problem:
                 return where, f"key {problem}"

@@ -25,6 +25,9 @@ from automem.timeutil import parse_iso
 log = logging.getLogger(__name__)
 
 STREAM = "automem:vector-sync"
+# Set while a restore replaces the graph and refills the vectors; found at the owner's start, it
+# means a restore was interrupted between the two, so every point is rebuilt from the graph.
+REBUILD_KEY = "automem:vector-sync:rebuild"
 GROUP = "vector-owner"
 CONSUMER = "owner"
 
@@ -177,6 +180,31 @@ class VectorSync:
             log.warning("vector repair re-applied %d memories from the graph", repaired)
         return repaired
 
+    def rebuild(self, dimension: int) -> int:
+        """Drop every point and rewrite each memory's from the graph; returns how many."""
+        assert self.vectors is not None
+        self.vectors.drop()
+        self.vectors.ensure_collection(dimension)
+        return self.repair(force=True)
+
+    def mark_rebuild(self, dimension: int) -> None:
+        if self.redis is not None:
+            self.redis.set(REBUILD_KEY, str(dimension))
+
+    def clear_rebuild(self) -> None:
+        if self.redis is not None:
+            self.redis.delete(REBUILD_KEY)
+
+    def rebuild_if_marked(self) -> int | None:
+        """The rebuild an interrupted restore left to do (see REBUILD_KEY), if any."""
+        marked = self.redis.get(REBUILD_KEY) if self.vectors is not None and self.redis is not None else None
+        if marked is None:
+            return None
+        log.warning("a restore was interrupted before its vectors were written: rebuilding them")
+        rebuilt = self.rebuild(int(marked))
+        self.clear_rebuild()
+        return rebuilt
+
     # --- the owner's side of the hand-off -----------------------------------------------------
     def _ensure_group(self) -> None:
         if self._group_ready or self.redis is None:
@@ -228,7 +256,8 @@ class VectorSync:
         outlived stop_app's wait) and ends the loop quietly."""
         while not stop.is_set():
             try:
-                self.repair()
+                if self.rebuild_if_marked() is None:
+                    self.repair()
                 break
             except Exception:
                 if stop.is_set():

@@ -317,7 +317,10 @@ class JobQueue:
                 queue.finished_job_registry,
             ):
                 for job_id in registry.get_job_ids():
-                    registry.remove(job_id, delete_job=True)
+                    try:
+                        registry.remove(job_id, delete_job=True)
+                    except NoSuchJobError:  # its hash expired or a worker removed it meanwhile
+                        registry.remove(job_id)
                     dropped += 1
         self.connection.delete(ACCESS_LOG, ACCESS_FLUSH_PENDING)
         return dropped

@@ -21,7 +21,7 @@ from rq.registry import StartedJobRegistry
 
 from automem.stores.queue import QUEUE_NAMES
 from tests.envelope import envelope_problem
-from tests.stack import TOKEN, Service, kill9, wait_until
+from tests.stack import ADMIN, TOKEN, Service, kill9, wait_until
 from tests.stubs.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.slow
@@ -244,3 +244,96 @@ def test_a_vector_store_deleted_under_the_running_service_is_rebuilt_on_restart(
     service.start()
     service.wait_drained(expected_vectors=8)
     _recall_finds(service, ids)
+
+
+# --- kill -9 of the API in the middle of a restore ---------------------------------------------------
+ADMIN_HEADERS = {"X-API-Key": TOKEN, "X-Admin-Token": ADMIN}
+
+
+def _memory_ids(svc: Service, graph: str) -> set[str]:
+    rows = svc.redis().execute_command("GRAPH.RO_QUERY", graph, "MATCH (m:Memory) RETURN m.id")[1]
+    return {row[0].decode() for row in rows}
+
+
+def _graphs(svc: Service) -> list[str]:
+    return [name.decode() for name in svc.redis().execute_command("GRAPH.LIST")]
+
+
+def _store_batch(svc: Service, label: str, count: int) -> None:
+    for start in range(0, count, 500):
+        memories = [
+            {"content": f"{label} memory {n}", "tags": [label]} for n in range(start, min(count, start + 500))
+        ]
+        response = svc.http.post("/memory/batch", json={"memories": memories}, timeout=60)
+        assert response.status_code == 201, response.text
+
+
+def _restore_in_background(svc: Service, archive: bytes) -> dict[str, Any]:
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            response = httpx.post(
+                f"{svc.url}/admin/restore?mode=replace",
+                content=archive,
+                headers={**ADMIN_HEADERS, "Content-Type": "application/gzip"},
+                timeout=120,
+            )
+            outcome["status"] = response.status_code
+        except httpx.TransportError as exc:
+            outcome["error"] = type(exc).__name__
+
+    outcome["thread"] = threading.Thread(target=run, daemon=True)
+    outcome["thread"].start()
+    return outcome
+
+
+@pytest.mark.parametrize("moment", ["building", "building later", "just after the swap"])
+def test_kill9_of_the_api_mid_restore_leaves_the_old_store_or_the_new_one_whole(
+    service: Service, moment: str
+) -> None:
+    """The restore's commit point is one atomic rename of a complete staging graph: killed before
+    it, the old store is untouched; after it, the archive's store is whole and its vectors are
+    rebuilt at the next start. The killed restore's lock expires and the next restore cleans up."""
+    graph = service.http.get("/health").json()["graph"]
+    _store_batch(service, "archived", 2000)
+    archive = service.http.get("/backup", headers=ADMIN_HEADERS, timeout=120).content
+    new_ids = _memory_ids(service, graph)
+    _store_batch(service, "later", 20)  # the store now differs from the archive
+    old_ids = _memory_ids(service, graph)
+
+    outcome = _restore_in_background(service, archive)
+    staging = f"{graph}__restore"
+    wait_until(lambda: staging in _graphs(service) or "status" in outcome, 60, "the restore to start")
+    assert "status" not in outcome, outcome  # the staging graph was seen: the restore is under way
+    if moment == "building later":
+        time.sleep(0.5)
+    elif moment == "just after the swap":
+        wait_until(lambda: staging not in _graphs(service), 60, "the swap", interval=0.005)
+    kill9(service.api_pids())
+    outcome["thread"].join(120)
+    print(f"restore killed {moment}: {outcome.get('status') or outcome.get('error')}")
+    assert "error" in outcome, "the kill did not interrupt the restore"
+
+    service.wait_healthy()
+    after = _memory_ids(service, graph)
+    assert after in (old_ids, new_ids), f"a partial store: {len(after)} memories"
+    if moment == "just after the swap":
+        assert after == new_ids
+    service.wait_drained(expected_vectors=len(after), timeout=180)
+
+    # The lock of the killed restore expires; the next restore goes through and removes leftovers.
+    def restored() -> bool:
+        response = service.http.post(
+            "/admin/restore?mode=replace",
+            content=archive,
+            headers={**ADMIN_HEADERS, "Content-Type": "application/gzip"},
+            timeout=120,
+        )
+        assert response.status_code in (200, 409), service.log_tail(60)
+        return response.status_code == 200
+
+    wait_until(restored, 90, "the next restore", interval=2)
+    assert _memory_ids(service, graph) == new_ids
+    assert [g for g in _graphs(service) if g.startswith(f"{graph}__")] == []
+    service.wait_drained(expected_vectors=len(new_ids), timeout=180)

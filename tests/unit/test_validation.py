@@ -149,3 +149,9 @@ def test_integers_beyond_64_bits_reach_validation_as_sent() -> None:
     with pytest.raises(ValueError):
         loads(b'{"n": 12345678901234567890123, "x": NaN}')
     assert loads(b'{"n": 1.5}') == {"n": 1.5}
+
+
+def test_a_key_with_a_lone_surrogate_is_a_400_not_a_crash() -> None:
+    """Found by the restore property test: the error message quoted the key and could not be built."""
+    assert refused(MemoryCreate, {"content": "x", "metadata": {"\ud800": None}}) == "metadata"
+    assert refused(MemoryCreate, {"content": "x", "metadata": {"ok": {"\udfff\x00": 1}}}) == "metadata"
