@@ -126,7 +126,7 @@ class MemoryService:
             "created_at": now,
             "updated_at": body.updated_at or now,
             "last_accessed": body.last_accessed or now,
-            "t_valid": body.t_valid or timestamp,
+            "t_valid": _default_start(body, timestamp),
             "t_invalid": body.t_invalid,
             "state": "active",
             "version": 1,
@@ -635,6 +635,16 @@ def _version_conflict(memory_id: str, current: Any, expected: Any) -> Conflict:
         reason="version_conflict",
         extra={"current_version": current},
     )
+
+
+def _default_start(body: MemoryCreate, timestamp: str) -> str | None:
+    """t_valid, when not given, is the event time, unless the memory records a fact that had
+    already ended before it was stored (t_invalid before now, no event time): its start is unknown."""
+    if body.t_valid:
+        return body.t_valid
+    if body.timestamp is None and body.t_invalid is not None and body.t_invalid <= timestamp:
+        return None
+    return timestamp
 
 
 def _check_interval(t_valid: str | None, t_invalid: str | None, field_prefix: str = "") -> None:

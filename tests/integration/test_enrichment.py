@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+import redis
 
 from automem.services import Services
 from enrichment import enrich as enrichment_jobs
@@ -303,7 +304,7 @@ def test_enrichment_is_idempotent(api: Api, services: Services, jobs: Any) -> No
     memory_id = _store(api, "Ana moved to Lisbon.")
     jobs()
     before = _memory(api, memory_id)
-    assert enrichment_jobs_run(services, [memory_id]) == {"enriched": 0, "skipped": 1}
+    assert enrichment_jobs_run(services, [memory_id]) == {"enriched": 0, "skipped": 1, "failed": 0}
     assert _memory(api, memory_id)["tags"] == before["tags"]
 
 
@@ -369,7 +370,8 @@ def test_failed_jobs_are_listed_and_requeued(
     memory_id = _store(api, "Eve uses Terraform.")
 
     def broken(*_: Any, **__: Any) -> Any:
-        raise RuntimeError("extractor exploded")
+        # A store error fails the whole job (an error of one memory's own would be isolated).
+        raise redis.exceptions.ConnectionError("extractor exploded")
 
     monkeypatch.setattr(enrichment_jobs, "derive", broken)
     run_jobs(services)
@@ -379,7 +381,7 @@ def test_failed_jobs_are_listed_and_requeued(
     assert "extractor exploded" in failed[0]["error"]
     status = api.get("/enrichment/status").get_json()
     assert status["failed"] >= 1
-    assert "RuntimeError" in status["stats"]["last_error"]
+    assert "ConnectionError" in status["stats"]["last_error"]
     monkeypatch.undo()
     requeued = api.post("/enrichment/reprocess", json={"failed": True}, headers=ADMIN).get_json()
     assert requeued["requeued_failed"] >= 1

@@ -305,7 +305,8 @@ def test_a_failed_enrichment_says_whether_rq_retries_it(
     memory_id = _store(api, "enrichment of this one fails")
 
     def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("entity extraction exploded")
+        # A store error fails the job; an error of the memory's own would be isolated instead.
+        raise redis.exceptions.ConnectionError("entity extraction exploded")
 
     monkeypatch.setattr(enrich, "derive", broken)
     # Two retries, at once (interval 0): the in-process worker runs all three attempts.
@@ -318,7 +319,7 @@ def test_a_failed_enrichment_says_whether_rq_retries_it(
     assert [f["will_retry"] for f in failures] == [True, True, False]
     assert [f["retries_left"] for f in failures] == [2, 1, 0]
     assert failures[0]["memory_id"] == memory_id and failures[0]["job_id"] == "enrich-failing"
-    assert failures[0]["error"] == "RuntimeError: entity extraction exploded"
+    assert failures[0]["error"] == "ConnectionError: entity extraction exploded"
     assert [e["type"] for e in events] == ["enrichment.start", "enrichment.failed"] * 3
 
 

@@ -46,6 +46,7 @@ pytestmark = pytest.mark.fuzz
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "8"))
 SUMMARY = os.environ.get("FUZZ_SUMMARY")
+ONLY = os.environ.get("FUZZ_ONLY", "")  # a path prefix, to fuzz some operations while debugging
 AUTH = {"X-API-Key": API_TOKEN, "X-Admin-Token": ADMIN_TOKEN}
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Not fuzzed, tested in tests/integration/test_stream.py instead: a live stream answers for minutes
@@ -113,7 +114,7 @@ def _exercise(case: Any, anonymous: bool, services: Services, tally: Tally) -> l
         problems.append(problem)
     if response.status_code >= 500:
         problems.append(f"server error {response.status_code}: {response.content[:300]!r}")
-    if not anonymous and response.status_code == 401:
+    if not anonymous and response.status_code == 401 and _carried_both_keys(response):
         problems.append("401 with a valid key")
     if anonymous and response.status_code not in (401, 404, 405) and not _public(operation):
         problems.append(f"{response.status_code} without a key")
@@ -126,6 +127,12 @@ def _exercise(case: Any, anonymous: bool, services: Services, tally: Tally) -> l
     except (Exception, BaseExceptionGroup) as exc:  # schemathesis groups a case's failures
         problems.append(f"{type(exc).__name__}: {str(exc)[:600]}")
     return problems
+
+
+def _carried_both_keys(response: Any) -> bool:
+    """Negative cases may drop a security header (the admin token): a 401 is then right."""
+    sent = response.request.headers
+    return all(sent.get(name) == value for name, value in AUTH.items())
 
 
 def _fuzz_operation(operation: Any, app: Flask, tally: Tally) -> None:
@@ -228,7 +235,7 @@ def test_fuzz_the_api_from_its_openapi_document(fuzz_app: Flask) -> None:
     operations = 0
     for result in schema.get_all_operations():
         operation = result.ok()
-        if operation.path in NOT_FUZZED:
+        if operation.path in NOT_FUZZED or not operation.path.startswith(ONLY):
             continue
         _fuzz_operation(operation, fuzz_app, tally)
         operations += 1
@@ -240,6 +247,6 @@ def test_fuzz_the_api_from_its_openapi_document(fuzz_app: Flask) -> None:
         f"\nfuzz: {report['inputs']} inputs over {operations} operations in {report['seconds']} s; "
         f"responses by status {report['responses_by_status']}; {report['failures']} failures"
     )
-    assert operations >= 25
+    assert operations >= (25 if not ONLY else 1)
     assert tally.inputs >= operations * 2
     assert not tally.failures, f"{len(tally.failures)} failures:\n" + "\n".join(tally.failures[:40])
