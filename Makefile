@@ -34,10 +34,12 @@ FUZZ_EXAMPLES ?= 300
 fuzz: install
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SUMMARY=benchmarks/fuzz.json $(BIN)/python -m pytest -q -s -m fuzz
 
-# A long pass of the restore properties (the default test run does a short one); counts in benchmarks/properties.json.
+# A long pass of the restore and tenant-isolation properties (the default test run does a short one);
+# counts in benchmarks/properties.json and benchmarks/tenant_isolation.json.
 PROPERTY_EXAMPLES ?= 150
+TENANT_STEPS ?= 50
 properties: install
-	PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) PROPERTY_SUMMARY=benchmarks/properties.json $(BIN)/python -m pytest -q -s -m properties
+	PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) PROPERTY_SUMMARY=benchmarks/properties.json TENANT_STEPS=$(TENANT_STEPS) TENANT_SUMMARY=benchmarks/tenant_isolation.json $(BIN)/python -m pytest -q -s -m properties
 
 lint: install
 	$(BIN)/ruff check automem enrichment tests scripts

@@ -20,7 +20,7 @@ from werkzeug.exceptions import HTTPException
 from automem import jsonio, metrics, ratelimit
 from automem.api import check_query_text
 from automem.api.routes import register_blueprints
-from automem.auth import check_api_key, check_bind_allowed
+from automem.auth import authenticate, check_bind_allowed
 from automem.errors import AutomemError, envelope
 from automem.eventhub import EventHub
 from automem.recall.engine import RecallEngine
@@ -51,8 +51,8 @@ def create_app(
     # Live events for GET /stream; its subscriber thread starts with the first stream.
     app.extensions["automem.events"] = EventHub.from_settings(require_urls(settings)[1], settings)
     register_blueprints(app)
-    _register_hooks(app, settings)
-    ratelimit.init_app(app, settings, svc.queue_redis)
+    _register_hooks(app, settings, svc)
+    ratelimit.init_app(app, settings, svc.queue_redis, svc.tenants)
     metrics.init_app(app)
     _register_error_handlers(app)
     if start_vector_drain and svc.vectors is not None and settings.resolved_vector_backend() == "edge":
@@ -62,12 +62,12 @@ def create_app(
     return app
 
 
-def _register_hooks(app: Flask, settings: Settings) -> None:
+def _register_hooks(app: Flask, settings: Settings, svc: Services) -> None:
     @app.before_request
     def _request_context() -> None:
         g.started = time.perf_counter()
         g.request_id = _request_id(request.headers.get("X-Request-ID"))
-        check_api_key(settings)
+        authenticate(settings, svc.keys)
         check_query_text()
 
     @app.after_request

@@ -59,15 +59,16 @@ def _strength(value: Any) -> float:
     return float(value)
 
 
-def write(graph: GraphStore, items: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
-    """Write valid associations grouped by type; returns the (a, b, type) triples written."""
+def write(graph: GraphStore, items: list[dict[str, Any]], tenant: str) -> set[tuple[str, str, str]]:
+    """Write valid associations (between memories of `tenant`) grouped by type; returns the
+    (a, b, type) triples written."""
     by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
     now = now_iso()
     for item in items:
         by_type[item["type"]].append({"a": item["a"], "b": item["b"], "props": item["props"], "now": now})
     written: set[tuple[str, str, str]] = set()
     for rel_type, rows in by_type.items():
-        written |= {(a, b, rel_type) for a, b in graph.associate(rel_type, rows)}
+        written |= {(a, b, rel_type) for a, b in graph.associate(rel_type, rows, tenant)}
     return written
 
 
@@ -96,7 +97,7 @@ def associate_one(
     tenant: str = DEFAULT_TENANT,
 ) -> dict[str, Any]:
     item = validate_association(body)
-    if not write(graph, [item]):
+    if not write(graph, [item], tenant):
         raise NotFound("one or both memories do not exist", field="memory1_id")
     edge = {
         "memory1_id": item["a"],
@@ -132,7 +133,7 @@ def associate_many(
             valid.append((index, validate_association(body)))
         except InvalidInput as exc:
             failed.append({"index": index, "reason": exc.message, "field": exc.field})
-    written = write(graph, [item for _, item in valid]) if valid else set()
+    written = write(graph, [item for _, item in valid], tenant) if valid else set()
     succeeded = []
     for index, item in valid:
         if (item["a"], item["b"], item["type"]) in written:

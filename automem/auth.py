@@ -1,10 +1,12 @@
-"""API-key and admin-token checks.
+"""Who a request is, and what it may do.
 
-The API token is read from `X-API-Key`, `Authorization: Bearer`, or `?api_key=` (when allowed)
-and compared in constant time. Admin routes additionally need the admin token, read as AutoMem
-reads it: `X-Admin-Token`, `X-Admin-Api-Key`, or `?admin_token=` (when query tokens are allowed).
-As AutoMem, a missing or wrong admin token is a 401 and an unconfigured one a 403; and
-GET /backup takes the admin token alone.
+The API key is read from `X-API-Key`, `Authorization: Bearer`, or `?api_key=` (when allowed).
+`AUTOMEM_API_TOKEN` (compared in constant time) is a `write` key of tenant `default`; a minted
+key (`amk_...`, `automem.tenants`) carries its own tenant and scope. Admin routes need the admin
+token, read as AutoMem reads it: `X-Admin-Token`, `X-Admin-Api-Key`, or `?admin_token=` (when
+query tokens are allowed). As AutoMem, a missing or wrong admin token is a 401 and an
+unconfigured one a 403; GET /backup, /admin/keys and /admin/tenants take the admin token alone.
+A key whose scope is too small for the route is a 403 `insufficient_scope`.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from functools import wraps
 from typing import Any, TypeVar
 
-from flask import current_app, request
+from flask import current_app, g, request
 
 from automem.errors import ConfigurationError, Forbidden, Unauthorized
+from automem.record import DEFAULT_TENANT
 from automem.settings import Settings, host_is_loopback
+from automem.tenants import LEGACY, KeyRing, Principal, Scope, looks_like_key
 
 log = logging.getLogger(__name__)
 
@@ -26,8 +31,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # /viewer: AutoMem serves its viewer paths without a key (they answer 503 until /ui/ exists).
 PUBLIC_PATHS = ("/health", "/metrics", "/viewer")
-# Routes AutoMem serves on the admin token alone (its API-key check skips them).
-ADMIN_ONLY_PATHS = ("/backup",)
+# Routes served on the admin token alone (AutoMem's /backup; tenants and keys, which no API key
+# manages).
+ADMIN_ONLY_PATHS = ("/backup", "/admin/keys", "/admin/tenants")
+# POST routes that only read (POST /recall exists for bodies too long for a query string;
+# POST /admin/existing takes up to 2000 keys): a read key may call them.
+READ_ONLY_ENDPOINTS = {"recall.recall_post", "admin.existing"}
 
 
 def _matches(given: str | None, expected: str) -> bool:
@@ -66,30 +75,113 @@ def is_public(path: str, settings: Settings | None = None) -> bool:
     return any(path == p or path.startswith(p + "/") for p in public)
 
 
-def check_api_key(settings: Settings) -> None:
-    """Before every request: 401 unless the route is public or the token matches."""
-    if request.method == "OPTIONS" or is_public(request.path, settings) or not settings.api_token:
+def authenticate(settings: Settings, keys: KeyRing | None) -> None:
+    """Before every request: who it acts as (`g.principal`), and 401/403 unless that principal
+    may call the route with this method. Public routes need no key (and see no tenant's data)."""
+    g.principal = None
+    if request.method == "OPTIONS" or is_public(request.path, settings):
         return
-    if request.path in ADMIN_ONLY_PATHS and is_admin(settings):
-        return
-    if not _matches(presented_token(settings), settings.api_token):
-        raise Unauthorized("missing or invalid API token (send X-API-Key or Authorization: Bearer)")
+    principal = _principal(settings, keys)
+    if is_admin(settings):
+        principal = replace(principal, admin=True)
+    needed = needed_scope()
+    if not principal.allows(needed):
+        raise Forbidden(
+            f"this key's scope is {principal.scope}; {request.method} {request.path} needs {needed}",
+            reason="insufficient_scope",
+            extra={"scope": str(principal.scope), "required_scope": str(needed)},
+        )
+    g.principal = principal
+
+
+def _principal(settings: Settings, keys: KeyRing | None) -> Principal:
+    token = presented_token(settings)
+    if token:
+        if settings.api_token and _matches(token, settings.api_token):
+            return LEGACY
+        found = keys.resolve(token) if keys is not None and looks_like_key(token) else None
+        if found is None:
+            raise Unauthorized(
+                "invalid, revoked or expired API key (send X-API-Key or Authorization: Bearer)"
+            )
+        return found
+    if is_admin(settings) and _admin_only(request.path):
+        return Principal(DEFAULT_TENANT, Scope.TENANT_ADMIN, admin=True)
+    if not settings.api_token:
+        return LEGACY  # a loopback-only stack without a token (check_bind_allowed)
+    raise Unauthorized("missing or invalid API token (send X-API-Key or Authorization: Bearer)")
+
+
+def _admin_only(path: str) -> bool:
+    return any(path == p or path.startswith(p + "/") for p in ADMIN_ONLY_PATHS)
+
+
+def needed_scope() -> Scope:
+    """read for GET and the POST routes that only read, write for every other method; routes
+    that need more say so with `require_tenant_admin` or `require_admin`."""
+    if request.method in ("GET", "HEAD") or request.endpoint in READ_ONLY_ENDPOINTS:
+        return Scope.READ
+    return Scope.WRITE
+
+
+def principal() -> Principal:
+    """The request's principal (set by `authenticate`)."""
+    found: Principal | None = g.get("principal")
+    return found if found is not None else LEGACY
+
+
+def current_tenant() -> str:
+    return principal().tenant
+
+
+def tenant_bound() -> str | None:
+    """The tenant a service-wide route is narrowed to: None for the global admin (every
+    tenant), else the key's tenant."""
+    found = principal()
+    return None if found.admin else found.tenant
 
 
 def require_admin(view: F) -> F:
+    """The global admin token."""
+
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        settings: Settings = current_app.extensions["automem"].settings
-        if not settings.admin_token:
-            raise Forbidden(
-                "admin routes are disabled: ADMIN_API_TOKEN is not configured", reason="admin_disabled"
-            )
-        if not is_admin(settings):
-            message = "Admin authorization required: send a valid X-Admin-Token"
-            raise Unauthorized(message, reason="admin_required")
+        _check_admin(current_app.extensions["automem"].settings)
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def require_tenant_admin(view: F) -> F:
+    """A tenant-admin key of the tenant, or the global admin token."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        found = principal()
+        if found.key_id and not found.admin and found.scope is not Scope.TENANT_ADMIN:
+            raise Forbidden(
+                f"this key's scope is {found.scope}; {request.method} {request.path} needs tenant-admin",
+                reason="insufficient_scope",
+                extra={"scope": str(found.scope), "required_scope": str(Scope.TENANT_ADMIN)},
+            )
+        if not (found.key_id and found.scope is Scope.TENANT_ADMIN):
+            _check_admin(current_app.extensions["automem"].settings)
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _check_admin(settings: Settings) -> None:
+    if not settings.admin_token:
+        raise Forbidden(
+            "admin routes are disabled: ADMIN_API_TOKEN is not configured", reason="admin_disabled"
+        )
+    if not is_admin(settings):
+        message = (
+            "Admin authorization required: send a valid X-Admin-Token "
+            "(or a tenant-admin key where the route takes one)"
+        )
+        raise Unauthorized(message, reason="admin_required")
 
 
 def check_bind_allowed(settings: Settings, host: str | None = None) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 from automem.counters import ENRICHMENT_STATS_KEY, FAILED_ITEMS_KEY
-from automem.errors import StoreUnavailable
+from automem.errors import Forbidden, StoreUnavailable
 from automem.models import is_uuid
 from automem.stores.codec import as_text, decoded
 from automem.stores.queue import PAGE_SIZE
@@ -92,12 +92,12 @@ def queue_embedding(
     return queued
 
 
-def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> int:
-    """Queue every active memory not enriched at the current version (with `force`, every
-    active memory)."""
+def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE, tenant: str | None = None) -> int:
+    """Queue every active memory (of `tenant`, or of all) not enriched at the current version
+    (with `force`, every active memory)."""
     queued, after = 0, ""
     version = 1 << 30 if force else ENRICHMENT_VERSION
-    while ids := svc.graph.ids_needing_enrichment(page, after, version, retry_failed=force):
+    while ids := svc.graph.ids_needing_enrichment(page, after, version, retry_failed=force, tenant=tenant):
         versions = {m.id: m.version for m in svc.graph.get_memories(ids)}
         chunk = [i for i in ids if i in versions]
         for start in range(0, len(chunk), ENRICH_CHUNK):
@@ -108,11 +108,16 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE) -> in
     return queued
 
 
-def reenrich(svc: Services, ids: list[str]) -> tuple[list[str], list[str]]:
-    """Queue re-enrichment of these active memories; (queued ids, ids unknown or not active:
-    AutoMem queues any id it is given, ids that name nothing are reported here instead)."""
+def reenrich(svc: Services, ids: list[str], tenant: str | None = None) -> tuple[list[str], list[str]]:
+    """Queue re-enrichment of these active memories (of `tenant`, when given); (queued ids, ids
+    unknown or not active: AutoMem queues any id it is given, ids that name nothing are
+    reported here instead)."""
     wellformed = [i for i in ids if is_uuid(i)]
-    versions = {m.id: m.version for m in svc.graph.get_memories(wellformed) if m.state == "active"}
+    versions = {
+        m.id: m.version
+        for m in svc.graph.get_memories(wellformed)
+        if m.state == "active" and (tenant is None or m.tenant == tenant)
+    }
     known = [i for i in ids if i in versions]
     if known:
         svc.jobs.enqueue_enrich(known, [versions[i] for i in known], force=True)
@@ -181,14 +186,17 @@ def reembed_progress(svc: Services) -> dict[str, Any]:
     }
 
 
-def enrichment_status(svc: Services) -> dict[str, Any]:
+def enrichment_status(svc: Services, tenant: str | None = None) -> dict[str, Any]:
     """GET /enrichment/status: per-queue job counts, the intake, memories awaiting enrichment,
-    the enrichment job's counters and last error, and the LLM's breaker and counters."""
+    the enrichment job's counters and last error, and the LLM's breaker and counters. With
+    `tenant` (any key but the admin's), memory ids of other tenants are left out."""
     try:
         queues = svc.jobs.registry_counts()
         intake = svc.jobs.intake_depths()
         stats = decoded(svc.queue_redis.hgetall(ENRICHMENT_STATS_KEY))
-        failed_items = _failed_items(svc)
+        failed_items = _failed_items(svc, tenant)
+        if tenant is not None and not _of_tenant(svc, [stats.get("last_success_id")], tenant):
+            stats.pop("last_success_id", None)
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
     enrich = queues["enrich"]
@@ -228,15 +236,27 @@ def enrichment_status(svc: Services) -> dict[str, Any]:
     }
 
 
-def _failed_items(svc: Services, sample: int = 20) -> dict[str, Any]:
-    """How many (job, memory) pairs are recorded as failed, and up to `sample` of them."""
+def _failed_items(svc: Services, tenant: str | None, sample: int = 20) -> dict[str, Any]:
+    """How many (job, memory) pairs are recorded as failed, and up to `sample` of them (with
+    `tenant`: that tenant's only)."""
     items = []
     for _, raw in svc.queue_redis.hscan_iter(FAILED_ITEMS_KEY, count=sample):
         items.append(json.loads(raw))
-        if len(items) >= sample:
+        if tenant is None and len(items) >= sample:
             break
+    if tenant is not None:
+        mine = _of_tenant(svc, [str(i.get("memory_id")) for i in items], tenant)
+        items = [i for i in items if i.get("memory_id") in mine]
+        count = len(items)
+    else:
+        count = int(svc.queue_redis.hlen(FAILED_ITEMS_KEY))
     items.sort(key=lambda item: str(item.get("at")), reverse=True)
-    return {"count": int(svc.queue_redis.hlen(FAILED_ITEMS_KEY)), "items": items}
+    return {"count": count, "items": items[:sample]}
+
+
+def _of_tenant(svc: Services, ids: list[str | None], tenant: str) -> set[str]:
+    wanted = [i for i in ids if i and is_uuid(i)]
+    return set(svc.graph.tenant_memory_ids(wanted, tenant)) if wanted else set()
 
 
 def _classification_status(svc: Services) -> dict[str, Any]:
@@ -258,15 +278,25 @@ def _llm_status(svc: Services) -> dict[str, Any]:
     return {"configured": True, "breaker": svc.llm.breaker_state(), "stats": svc.llm.stats()}
 
 
-def reprocess(svc: Services, ids: list[str] | None, every: bool, failed: bool) -> dict[str, Any]:
-    """POST /enrichment/reprocess: requeue failed jobs, re-enrich every active memory or these."""
+def reprocess(
+    svc: Services, ids: list[str] | None, every: bool, failed: bool, tenant: str | None = None
+) -> dict[str, Any]:
+    """POST /enrichment/reprocess: requeue failed jobs, re-enrich every active memory or these;
+    with `tenant` (a tenant-admin key), only that tenant's memories (failed jobs are the
+    service's, requeued by the admin only)."""
     out: dict[str, Any] = {"status": "queued", "count": 0, "ids": []}
+    if failed and tenant is not None:
+        raise Forbidden(
+            "failed jobs belong to the whole service: requeueing them needs the admin token",
+            field="failed",
+            reason="admin_required",
+        )
     if failed:
         out["requeued_failed"] = svc.jobs.requeue_failed()
     if every:
-        out["queued"] = out["count"] = queue_enrichment(svc, force=True)
+        out["queued"] = out["count"] = queue_enrichment(svc, force=True, tenant=tenant)
     elif ids:
-        queued, unknown = reenrich(svc, ids)
+        queued, unknown = reenrich(svc, ids, tenant)
         out.update(queued=len(queued), count=len(queued), ids=sorted(queued), unknown_ids=unknown)
     return out
 

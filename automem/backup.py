@@ -72,12 +72,16 @@ _FIELDS = {
 
 
 # --- writing ----------------------------------------------------------------------------------------
-def backup_header(svc: Services) -> dict[str, Any]:
+def backup_header(svc: Services, tenant: str | None = None) -> dict[str, Any]:
     """The header record; read before streaming, so an unreachable store fails the request (503)
-    instead of truncating a 200 response."""
-    counts = svc.graph.graph_counts()
-    counts["vectors"] = svc.vectors.count() if svc.vectors is not None else 0
-    return {
+    instead of truncating a 200 response. With `tenant`, the archive holds that tenant only
+    (its memories, history, entities and the edges between them, its vector points)."""
+    if tenant is None:
+        counts = svc.graph.graph_counts()
+        counts["vectors"] = svc.vectors.count() if svc.vectors is not None else 0
+    else:
+        counts = {"Memory": svc.graph.tenant_usage(tenant)["memories"]}
+    header = {
         "kind": "header",
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -93,28 +97,53 @@ def backup_header(svc: Services) -> dict[str, Any]:
         "vector_backend": svc.vectors.backend if svc.vectors is not None else None,
         "counts": counts,
     }
+    if tenant is not None:
+        header["tenant"] = tenant
+    return header
 
 
 def archive_records(svc: Services, header: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every record of a backup, paging through the graph and the vector store."""
     yield header
+    tenant = header.get("tenant")
     seen: Counter[str] = Counter()
+    kept: set[tuple[str, Any]] = set()  # (label, key) of a tenant archive's nodes
     bound = svc.graph.node_id_bound()
     for low in range(0, bound, NODE_WINDOW):
         for labels, props in svc.graph.nodes_window(low, low + NODE_WINDOW):
+            if tenant is not None and not _keep(labels, props, tenant, kept):
+                continue
             record = _node_record(labels, props)
             if record is not None:
                 seen[record["kind"]] += 1
                 yield record
     for low in range(0, bound, NODE_WINDOW):
         for edge in svc.graph.edges_window(low, low + NODE_WINDOW):
+            if tenant is not None and not {_end_key(edge["from"]), _end_key(edge["to"])} <= kept:
+                continue
             seen["edge"] += 1
             yield {"kind": "edge", **edge}
     if svc.vectors is not None:
         for point in svc.vectors.iter_records(page=VECTOR_PAGE, with_vectors=True):
+            if tenant is not None and point.payload.get("tenant") != tenant:
+                continue
             seen["vector"] += 1
             yield {"kind": "vector", "id": point.id, "vector": point.vector, "payload": point.payload}
     yield {"kind": "end", "counts": {kind: seen[kind] for kind in COUNTED}}
+
+
+def _keep(labels: list[str], props: dict[str, Any], tenant: str, kept: set[tuple[str, Any]]) -> bool:
+    """Whether a tenant archive takes this node (remembering the endpoints its edges may use)."""
+    if props.get("tenant") != tenant:
+        return False
+    label = labels[0] if labels else ""
+    if label in NODE_KEYS:
+        kept.add((label, props.get(NODE_KEYS[label])))
+    return True
+
+
+def _end_key(end: dict[str, Any]) -> tuple[str, Any]:
+    return (str(end.get("label")), end.get("key"))
 
 
 def _node_record(labels: list[str], props: dict[str, Any]) -> dict[str, Any] | None:

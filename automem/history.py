@@ -145,10 +145,12 @@ def created_event(head: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def memory_history(graph: GraphStore, memory_id: str, limit: int, before: int | None) -> dict[str, Any]:
+def memory_history(
+    graph: GraphStore, memory_id: str, limit: int, before: int | None, tenant: str
+) -> dict[str, Any]:
     """A memory's events, newest first; `before` (a rev) continues a page. Deleted memories keep
     their trail until purged; a purged memory shows its tombstone until retention prunes it."""
-    head, rows = graph.memory_history(memory_id, before, limit + 1)
+    head, rows = graph.memory_history(memory_id, before, limit + 1, tenant)
     if head is None and not rows:
         raise NotFound(f"memory {memory_id} not found", field="id")
     events = [public_event(r) for r in rows]

@@ -65,9 +65,11 @@ class IdempotencyStore:
         record = json.dumps({"state": "done", "fingerprint": fingerprint, "status": status, "body": body})
         self.redis.set(self._key(scope, key), record, ex=self.ttl)
 
-    def clear(self) -> int:
-        """Forget every stored response (a restore replaced the memories they describe)."""
-        keys = list(self.redis.scan_iter(match="automem:idem:*", count=1000))
+    def clear(self, scope: str | None = None) -> int:
+        """Forget every stored response (a restore replaced the memories they describe), or
+        those of one scope (a tenant)."""
+        pattern = "automem:idem:*" if scope is None else f"automem:idem:{scope}:*"
+        keys = list(self.redis.scan_iter(match=pattern, count=1000))
         for start in range(0, len(keys), 1000):
             self.redis.delete(*keys[start : start + 1000])
         return len(keys)

@@ -37,9 +37,11 @@ class StartupRecallQuery(BaseModel):
     rules_limit: int = Field(5, ge=0, le=50, description="system rules to return")
 
 
-def startup_recall(engine: RecallEngine, settings: Settings, query: StartupRecallQuery) -> dict[str, Any]:
-    lessons = [_lesson(r["memory"]) for r in _listing(engine, settings, LESSON_TAGS, query.limit)]
-    rules = [_rule(r["memory"]) for r in _listing(engine, settings, RULE_TAGS, query.rules_limit)]
+def startup_recall(
+    engine: RecallEngine, settings: Settings, query: StartupRecallQuery, tenant: str
+) -> dict[str, Any]:
+    lessons = [_lesson(r["memory"]) for r in _listing(engine, settings, LESSON_TAGS, query.limit, tenant)]
+    rules = [_rule(r["memory"]) for r in _listing(engine, settings, RULE_TAGS, query.rules_limit, tenant)]
     critical = sum(1 for lesson in lessons if (lesson["importance"] or 0.0) >= CRITICAL_IMPORTANCE)
     return {
         "status": "success",
@@ -53,7 +55,7 @@ def startup_recall(engine: RecallEngine, settings: Settings, query: StartupRecal
 
 
 def _listing(
-    engine: RecallEngine, settings: Settings, tags: tuple[str, ...], limit: int
+    engine: RecallEngine, settings: Settings, tags: tuple[str, ...], limit: int, tenant: str
 ) -> list[dict[str, Any]]:
     """Current memories under any of `tags`, most important first (newest first among equals):
     recall's listing mode, so the state rules are exactly recall's."""
@@ -63,7 +65,7 @@ def _listing(
         {"tags": list(tags), "limit": limit, "expand_relations": False, "expand_entities": False},
         context={"settings": settings},
     )
-    results: list[dict[str, Any]] = engine.recall(query)["results"]
+    results: list[dict[str, Any]] = engine.recall(query, tenant)["results"]
     return results
 
 

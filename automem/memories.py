@@ -339,11 +339,15 @@ class MemoryService:
             log.exception("vector sync of %d memories failed; reconcile will repair it", len(items))
 
     # --- read ---------------------------------------------------------------------------------
-    def get(self, memory_id: str) -> dict[str, Any]:
-        doc = self.graph.get_memory(memory_id)
+    def get(self, memory_id: str, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        return memory_wire(self._owned(memory_id, tenant))
+
+    def _owned(self, memory_id: str, tenant: str, include_deleted: bool = False) -> MemoryRecord:
+        """The memory of `tenant`; 404 when absent or another tenant's (the two look the same)."""
+        doc = self.graph.get_memory(memory_id, include_deleted=include_deleted, tenant=tenant)
         if doc is None:
             raise NotFound(f"memory {memory_id} not found", field="id")
-        return memory_wire(doc)
+        return doc
 
     def existing(self, query: ExistingQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
         """Which of the given ids and edges exist in `tenant` (deleted memories count: their ids
@@ -358,11 +362,12 @@ class MemoryService:
             ],
         }
 
-    def related(self, memory_id: str, types: Sequence[str], depth: int, limit: int) -> list[dict[str, Any]]:
+    def related(
+        self, memory_id: str, types: Sequence[str], depth: int, limit: int, tenant: str = DEFAULT_TENANT
+    ) -> list[dict[str, Any]]:
         """The memories within `depth` hops over these edge types, each with its `hops`."""
-        if self.graph.get_memory(memory_id) is None:
-            raise NotFound(f"memory {memory_id} not found", field="id")
-        found = self.graph.related(memory_id, types, depth, limit)
+        self._owned(memory_id, tenant)
+        found = self.graph.related(memory_id, types, depth, limit, tenant)
         return [{**memory_wire(doc), "hops": hops} for doc, hops in found]
 
     def by_tag(self, query: ByTagQuery, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
@@ -414,15 +419,15 @@ class MemoryService:
         }
 
     # --- update -------------------------------------------------------------------------------
-    def update(self, memory_id: str, body: MemoryUpdate, change: Change = SYSTEM) -> dict[str, Any]:
+    def update(
+        self, memory_id: str, body: MemoryUpdate, change: Change = SYSTEM, tenant: str = DEFAULT_TENANT
+    ) -> dict[str, Any]:
         given = body.model_fields_set
         embedding = self._checked_embedding(body.embedding, "")
         if body.reason is not None:
             change = Change(change.actor, body.reason)
         for _ in range(_PATCH_ATTEMPTS):
-            current = self.graph.get_memory(memory_id)
-            if current is None:
-                raise NotFound(f"memory {memory_id} not found", field="id")
+            current = self._owned(memory_id, tenant)
             if body.if_version is not None and body.if_version != current.version:
                 raise _version_conflict(memory_id, current.version, body.if_version)
             props, new_hash = self._changes(current, body, given, embedding)
@@ -448,9 +453,7 @@ class MemoryService:
                 data = {**listed([memory_id]), "version": updated.version, "fields": fields}
                 self._publish(EventType.MEMORY_UPDATED, updated.tenant, data)
                 return {"status": "success", "memory_id": memory_id, "memory": memory_wire(updated)}
-            latest = self.graph.get_memory(memory_id)
-            if latest is None:
-                raise NotFound(f"memory {memory_id} not found", field="id")
+            latest = self._owned(memory_id, tenant)
             if body.if_version is not None and latest.version != body.if_version:
                 raise _version_conflict(memory_id, latest.version, body.if_version)
         raise Conflict("the memory kept changing during the update; retry", reason="version_conflict")
@@ -509,8 +512,13 @@ class MemoryService:
 
     # --- delete -------------------------------------------------------------------------------
     def delete(
-        self, memory_id: str, if_version: int | None = None, change: Change = SYSTEM
+        self,
+        memory_id: str,
+        if_version: int | None = None,
+        change: Change = SYSTEM,
+        tenant: str = DEFAULT_TENANT,
     ) -> dict[str, Any]:
+        self._owned(memory_id, tenant)  # a memory never changes tenant: checking first is enough
         now = now_iso()
         doc = self.graph.soft_delete(memory_id, now, if_version, change.event("deleted", now))
         if doc is None:
@@ -580,8 +588,11 @@ class MemoryService:
             raise InvalidInput("tags: at least one tag is required", field="tags")
         return tags
 
-    def recover(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
+    def recover(
+        self, memory_id: str, change: Change = SYSTEM, tenant: str = DEFAULT_TENANT
+    ) -> dict[str, Any]:
         """Bring back a memory deleted within RETENTION_DAYS."""
+        self._owned(memory_id, tenant, include_deleted=True)
         since = format_utc(utc_now() - timedelta(days=self.settings.retention_days))
         doc = self.graph.recover(memory_id, since, change.event("recovered", now_iso()))
         if doc is None:
@@ -600,9 +611,9 @@ class MemoryService:
         self._publish(EventType.MEMORY_RECOVERED, doc.tenant, data)
         return {"status": "success", "memory_id": memory_id, "recovered": True, "memory": memory_wire(doc)}
 
-    def purge(self, memory_id: str, change: Change = SYSTEM) -> dict[str, Any]:
-        doc = self.graph.get_memory(memory_id, include_deleted=True)  # its tenant, for the event
-        if doc is None or not self.graph.purge(memory_id, change.event("purged", now_iso())):
+    def purge(self, memory_id: str, change: Change = SYSTEM, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:
+        doc = self._owned(memory_id, tenant, include_deleted=True)
+        if not self.graph.purge(memory_id, change.event("purged", now_iso())):
             raise NotFound(f"memory {memory_id} not found", field="id")
         self._sync_quietly([memory_id])
         self._publish(EventType.MEMORY_DELETED, doc.tenant, {**listed([memory_id]), "hard": True})

@@ -565,3 +565,39 @@ def _uuid_value(value: str) -> str:
         return str(uuid.UUID(value))
     except ValueError as exc:
         raise ValueError(f"{value!r} is not a UUID") from exc
+
+
+# --- tenants and keys (automem.tenants; the admin's routes) --------------------------------------
+Limit = Annotated[int | None, Field(default=None, ge=1, le=2**62, description="unset or null: unlimited")]
+
+
+class KeyCreate(_Body):
+    """POST /admin/keys: a key of `tenant` with `scope`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant: StrictStr = Field(description="an existing tenant (`default` always exists)")
+    scope: Literal["read", "write", "tenant-admin"]
+    name: StrictStr | None = Field(default=None, max_length=200, description="a label for people")
+    expires_at: IsoTime = None
+
+
+class TenantCreate(_Body):
+    """POST /admin/tenants: a tenant and its limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: StrictStr = Field(description="1-63 of a-z, 0-9, '-', '_'")
+    max_memories: Limit = None
+    max_content_bytes: Limit = None
+    writes_per_minute: Limit = None
+
+
+class TenantUpdate(_Body):
+    """PATCH /admin/tenants/<name>: set limits (null removes one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_memories: Limit = None
+    max_content_bytes: Limit = None
+    writes_per_minute: Limit = None

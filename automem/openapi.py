@@ -31,6 +31,7 @@ from automem.models import (
     ConsolidateRequest,
     ExistingQuery,
     HistoryQuery,
+    KeyCreate,
     MemoryCreate,
     MemoryUpdate,
     ReembedBody,
@@ -39,6 +40,8 @@ from automem.models import (
     RestoreQuery,
     SyncBody,
     TagsQuery,
+    TenantCreate,
+    TenantUpdate,
 )
 from automem.recall.query import RecallQuery
 from automem.relations import AUTHORABLE
@@ -203,6 +206,41 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
         response=ReprocessResult,
     ),
     ("GET", "/admin/jobs"): Operation("Job registries and failed jobs", admin=True, response=JobsResponse),
+    ("POST", "/admin/keys"): Operation(
+        "Mint an API key of a tenant (the secret is in this answer only)",
+        body=KeyCreate,
+        success=201,
+        admin=True,
+        errors=((404, "the tenant does not exist"),),
+    ),
+    ("GET", "/admin/keys"): Operation("API keys (never their secrets)", admin=True),
+    ("DELETE", "/admin/keys/<key_id>"): Operation(
+        "Revoke an API key (every API process refuses it within a second)",
+        admin=True,
+        errors=((404, "no such key"),),
+    ),
+    ("POST", "/admin/tenants"): Operation(
+        "Create a tenant with its limits",
+        body=TenantCreate,
+        success=201,
+        admin=True,
+        errors=((409, "the tenant exists (tenant_exists)"),),
+    ),
+    ("GET", "/admin/tenants"): Operation("Tenants with their limits and usage", admin=True),
+    ("GET", "/admin/tenants/<name>"): Operation(
+        "A tenant's limits and usage", admin=True, errors=((404, "no such tenant"),)
+    ),
+    ("PATCH", "/admin/tenants/<name>"): Operation(
+        "Set a tenant's limits (null removes one)",
+        body=TenantUpdate,
+        admin=True,
+        errors=((404, "no such tenant"),),
+    ),
+    ("DELETE", "/admin/tenants/<name>"): Operation(
+        "Erase a tenant: every memory, edge, history event, vector, entity and key of it; a receipt",
+        admin=True,
+        errors=((404, "no such tenant (or already deleted)"),),
+    ),
     ("POST", "/admin/sync"): Operation(
         "Repair vectors from the graph (dry_run: only report)",
         body=SyncBody,
@@ -333,11 +371,11 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
 _ERRORS = {
     400: "invalid input (names the field)",
     401: "missing or wrong API key",
-    403: "admin token required",
+    403: "the key's scope does not allow this route (insufficient_scope), or admin routes are disabled",
     404: "unknown memory or entity",
     409: "version conflict or duplicate id",
     413: "body too large",
-    429: "too many write requests (see Retry-After)",
+    429: "too many write requests, or a tenant limit reached (see reason and Retry-After)",
     503: "graph store unavailable",
 }
 # Routes the rate limiter counts (automem.ratelimit): writes, except POST /recall, which only reads.
@@ -422,7 +460,7 @@ def _responses(op: Operation, schemas: dict[str, Any], rate_limited: bool) -> di
     responses: dict[str, Any] = {str(code): {"description": "success", "content": content} for code in codes}
     meanings = dict(op.errors)
     for status, description in _ERRORS.items():
-        if (status == 401 and op.public) or (status == 403 and not op.admin):
+        if status in (401, 403) and op.public:
             continue
         if status == 429 and not rate_limited:
             continue

@@ -1,5 +1,8 @@
 """Abuse limits on the HTTP API: per-key rate limits on mutating routes, and CORS.
 
+A tenant with `writes_per_minute` set gets that budget over all of its keys (429
+`tenant_rate_limited`), wherever its clients are.
+
 Rate limit: at most AUTOMEM_RATE_LIMIT_PER_MINUTE POST/PATCH/DELETE requests per API key (or per
 client address when no key is sent) in each clock minute, counted in Redis so every API process
 shares the budget; beyond it, 429 `rate_limited` with `Retry-After`. POST /recall and POST
@@ -21,31 +24,31 @@ import redis
 from flask import Flask, Response, g, request
 from flask_cors import CORS
 
-from automem.auth import presented_token
+from automem.auth import READ_ONLY_ENDPOINTS, presented_token
 from automem.errors import RateLimited
 from automem.settings import Settings, host_is_loopback
+from automem.tenants import TenantBook
 
 log = logging.getLogger(__name__)
 
 MUTATING = {"POST", "PATCH", "PUT", "DELETE"}
-# POST routes that only read (POST /recall exists for bodies too long for a query string;
-# POST /admin/existing takes up to 2000 keys).
-READ_ONLY_POSTS = {"recall.recall_post", "admin.existing"}
 WINDOW_SECONDS = 60
 
 
-def init_app(app: Flask, settings: Settings, connection: redis.Redis) -> None:
+def init_app(app: Flask, settings: Settings, connection: redis.Redis, tenants: TenantBook | None) -> None:
     if settings.cors_origins.strip():
         origins = [o.strip() for o in settings.cors_origins.split(",") if o.strip()]
         CORS(
             app, origins="*" if origins == ["*"] else origins, expose_headers=["X-Request-ID", "Retry-After"]
         )
-    if settings.rate_limit_per_minute <= 0:
-        return
 
     @app.before_request
     def _limit() -> None:
-        if request.method not in MUTATING or request.endpoint in READ_ONLY_POSTS or _exempt(settings):
+        if request.method not in MUTATING or request.endpoint in READ_ONLY_ENDPOINTS:
+            return
+        if tenants is not None and g.get("principal") is not None:
+            _limit_tenant(connection, tenants, g.principal.tenant)
+        if settings.rate_limit_per_minute <= 0 or _exempt(settings):
             return
         retry_after = _over_budget(connection, _client_key(settings), settings.rate_limit_per_minute)
         if retry_after is not None:
@@ -59,6 +62,23 @@ def init_app(app: Flask, settings: Settings, connection: redis.Redis) -> None:
         if retry_after is not None and response.status_code == 429:
             response.headers["Retry-After"] = str(retry_after)
         return response
+
+
+def _limit_tenant(connection: redis.Redis, tenants: TenantBook, tenant: str) -> None:
+    """The tenant's own `writes_per_minute`, over every key of it (loopback clients included)."""
+    limit = tenants.limits(tenant).get("writes_per_minute")
+    if limit is None:
+        return
+    bucket = hashlib.sha256(f"tenant:{tenant}".encode()).hexdigest()[:24]
+    retry_after = _over_budget(connection, bucket, limit)
+    if retry_after is not None:
+        g.retry_after = retry_after
+        raise RateLimited(
+            f"tenant {tenant} is limited to {limit} write requests a minute; retry in {retry_after} s",
+            reason="tenant_rate_limited",
+            field="writes_per_minute",
+            extra={"limit": "writes_per_minute", "limit_value": limit},
+        )
 
 
 def _exempt(settings: Settings) -> bool:

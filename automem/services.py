@@ -23,9 +23,11 @@ from automem.llm import LlmClient
 from automem.memories import MemoryService
 from automem.ports import ConsolidationPort
 from automem.settings import Settings
+from automem.stores.access import AccessStore
 from automem.stores.graph import GraphStore
 from automem.stores.queue import JobQueue
 from automem.stores.vectors import VectorStore, open_vector_store
+from automem.tenants import KeyRing, TenantBook
 from automem.vectorsync import VectorSync
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,9 @@ class Services:
     llm: LlmClient | None = None
     # Worker-side logic the API runs in the request; set by the app factory (automem.ports).
     consolidation: ConsolidationPort | None = None
+    # Tenants and scoped API keys (automem.tenants), in their own graph beside the memories.
+    keys: KeyRing | None = None
+    tenants: TenantBook | None = None
 
     def close(self) -> None:
         self.events.close()
@@ -109,6 +114,8 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     events = EventPublisher.from_url(queue_url)
     memories = MemoryService(settings, graph, embedder, jobs, sync, llm, events)
     idempotency = IdempotencyStore(queue_redis, settings.idempotency_ttl_seconds)
+    access = AccessStore(graph.db, f"{settings.falkordb_graph}__access", settings.graph_timeout_seconds)
+    access.ensure_schema()
     return Services(
         settings=settings,
         graph=graph,
@@ -122,6 +129,8 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
         events=events,
         warnings=list(warnings),
         llm=llm,
+        keys=KeyRing(access),
+        tenants=TenantBook(access),
     )
 
 

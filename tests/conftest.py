@@ -3,6 +3,7 @@ Qdrant Edge shard per test, the app, its test client and a helper that adds the 
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.serving import make_server
 
 from automem.app import create_app, stop_app
 from automem.embedded import EmbeddedFalkorDB
@@ -83,6 +85,17 @@ def app(settings: Settings) -> Iterator[Flask]:
     yield application
     use_services(None)
     stop_app(application)
+
+
+@pytest.fixture
+def live_url(app: Flask) -> Iterator[str]:
+    """The app served over real HTTP on a free port (for the CLI and other HTTP clients)."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    thread.join(5)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from flask import Response, current_app, g, jsonify, request
 from werkzeug.exceptions import BadRequest
 
-from automem.auth import presented_token
+from automem.auth import current_tenant, presented_token, principal
 from automem.errors import InvalidInput
 from automem.history import Change, api_key_actor, checked_reason
 from automem.idempotency import fingerprint
@@ -72,8 +72,11 @@ def change(admin: bool = False, reason_arg: str | None = None) -> Change:
     """Who makes this request's change, for the history (a digest of the key, never the key),
     and why: `?<reason_arg>=` when the route takes one, else the X-Change-Reason header."""
     settings = services().settings
+    key_id = principal().key_id
     if admin:
         actor = "admin"
+    elif key_id:
+        actor = f"key:{key_id}"
     elif settings.api_token:
         actor = api_key_actor(presented_token(settings) or "")
     else:
@@ -105,7 +108,7 @@ def idempotent(view: F) -> F:
         if not key:
             return view(*args, **kwargs)
         store = services().idempotency
-        scope = "default"
+        scope = current_tenant()  # one tenant's key never replays another's response
         printed = fingerprint(request.method, request.path, request.get_data(cache=True))
         replay = store.begin(scope, key, printed)
         if replay is not None:

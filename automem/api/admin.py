@@ -8,7 +8,7 @@ from flask import Blueprint, Response, request
 
 from automem import backlog
 from automem.api import json_body, respond, services
-from automem.auth import require_admin
+from automem.auth import current_tenant, require_admin, require_tenant_admin
 from automem.health import repair_vectors
 from automem.models import ExistingQuery, ReembedBody, SyncBody, parse
 
@@ -42,10 +42,10 @@ def reembed_status() -> tuple[Response, int]:
 
 
 @bp.post("/admin/existing")
-@require_admin
+@require_tenant_admin
 def existing() -> tuple[Response, int]:
     """Which of these memory ids and edges already exist. A read: `automem import-automem` asks
     before each batch, so a re-run writes only what is missing."""
     svc = services()
     body = parse(ExistingQuery, json_body(), svc.settings)
-    return respond({"status": "success", **svc.memories.existing(body)})
+    return respond({"status": "success", **svc.memories.existing(body, current_tenant())})

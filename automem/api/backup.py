@@ -10,21 +10,27 @@ from flask import Blueprint, Response, request, stream_with_context
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from automem.api import respond, services
-from automem.auth import require_admin
+from automem.auth import require_admin, require_tenant_admin, tenant_bound
 from automem.backup import CHUNK, MEDIA_TYPE, archive_records, backup_header, gzip_lines
 from automem.errors import PayloadTooLarge
 from automem.models import RestoreQuery, parse
 from automem.restore import restore_archive
+from automem.tenants import check_tenant_name
 
 bp = Blueprint("backup", __name__)
 
 
 @bp.get("/backup")
-@require_admin
+@require_tenant_admin
 def backup() -> tuple[Response, int]:
-    """One gzip'd JSON-lines archive of graph and vectors, streamed as it is read."""
+    """One gzip'd JSON-lines archive of graph and vectors, streamed as it is read: the whole
+    store for the admin token (or one tenant's with `?tenant=`), the key's tenant for a
+    tenant-admin key."""
     svc = services()
-    header = backup_header(svc)  # an unreachable store fails here, before the 200
+    tenant = tenant_bound()
+    if tenant is None and "tenant" in request.args:
+        tenant = check_tenant_name(request.args["tenant"])
+    header = backup_header(svc, tenant)  # an unreachable store fails here, before the 200
     name = "automem-backup-" + header["created_at"][:19].replace(":", "").replace("-", "") + ".jsonl.gz"
     body = stream_with_context(gzip_lines(archive_records(svc, header)))
     response = Response(body, mimetype=MEDIA_TYPE)
@@ -33,7 +39,7 @@ def backup() -> tuple[Response, int]:
 
 
 @bp.post("/admin/restore")
-@require_admin
+@require_admin  # the whole store; a tenant-admin key cannot restore (importing into a tenant: #14)
 def restore() -> tuple[Response, int]:
     """The request body is the archive (any content type); it may exceed the normal body limit up
     to AUTOMEM_RESTORE_MAX_BYTES."""

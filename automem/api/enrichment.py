@@ -6,7 +6,7 @@ from flask import Blueprint, Response, request
 
 from automem import backlog
 from automem.api import json_body, respond, services
-from automem.auth import require_admin
+from automem.auth import require_admin, require_tenant_admin, tenant_bound
 from automem.models import ReprocessBody, parse
 
 bp = Blueprint("enrichment", __name__)
@@ -14,18 +14,19 @@ bp = Blueprint("enrichment", __name__)
 
 @bp.get("/enrichment/status")
 def status() -> tuple[Response, int]:
-    return respond(backlog.enrichment_status(services()))
+    return respond(backlog.enrichment_status(services(), tenant_bound()))
 
 
 @bp.post("/enrichment/reprocess")
-@require_admin
+@require_tenant_admin
 def reprocess() -> tuple[Response, int]:
     svc = services()
     data = json_body() if request.get_data(cache=True) else {}
     if "ids" in request.args and isinstance(data, dict) and "ids" not in data:
         data = {**data, "ids": request.args["ids"]}  # AutoMem also takes ?ids=a,b
     body = parse(ReprocessBody, data, svc.settings)
-    return respond(backlog.reprocess(svc, body.ids, every=body.all, failed=body.failed), 202)
+    queued = backlog.reprocess(svc, body.ids, every=body.all, failed=body.failed, tenant=tenant_bound())
+    return respond(queued, 202)
 
 
 @bp.get("/admin/jobs")

@@ -7,10 +7,9 @@ from flask import Blueprint, Response, request
 
 from automem import entities
 from automem.api import change, json_body, respond, services
-from automem.auth import require_admin
+from automem.auth import current_tenant, require_tenant_admin
 from automem.history import Change, checked_reason
 from automem.models import parse
-from automem.record import DEFAULT_TENANT
 
 bp = Blueprint("entities", __name__)
 
@@ -19,33 +18,33 @@ bp = Blueprint("entities", __name__)
 def list_entities() -> tuple[Response, int]:
     svc = services()
     query = parse(entities.EntitiesQuery, request.args.to_dict(), svc.settings)
-    return respond(entities.list_entities(svc.graph, DEFAULT_TENANT, query))
+    return respond(entities.list_entities(svc.graph, current_tenant(), query))
 
 
 @bp.get("/entity/<slug>")
 def get_entity(slug: str) -> tuple[Response, int]:
     svc = services()
     query = parse(entities.EntityQuery, request.args.to_dict(), svc.settings)
-    return respond(entities.get_entity(svc.graph, DEFAULT_TENANT, slug, query))
+    return respond(entities.get_entity(svc.graph, current_tenant(), slug, query))
 
 
 @bp.get("/entities/merge-candidates")
 def merge_candidates() -> tuple[Response, int]:
     svc = services()
     query = parse(entities.MergeCandidatesQuery, request.args.to_dict(), svc.settings)
-    return respond(entities.candidates(svc.graph, DEFAULT_TENANT, svc.settings.entity_scan_limit, query))
+    return respond(entities.candidates(svc.graph, current_tenant(), svc.settings.entity_scan_limit, query))
 
 
 @bp.get("/entities/audit")
-@require_admin
+@require_tenant_admin
 def audit() -> tuple[Response, int]:
     svc = services()
     query = parse(entities.EntityAuditQuery, request.args.to_dict(), svc.settings)
-    return respond(entities.audit(svc.graph, DEFAULT_TENANT, svc.settings.entity_scan_limit, query))
+    return respond(entities.audit(svc.graph, current_tenant(), svc.settings.entity_scan_limit, query))
 
 
 @bp.post("/entity/<slug>/merge")
-@require_admin
+@require_tenant_admin
 def merge(slug: str) -> tuple[Response, int]:
     """Fold this entity into `merge_into` on every memory (see automem.entities)."""
     svc = services()
@@ -53,4 +52,4 @@ def merge(slug: str) -> tuple[Response, int]:
     who = change(admin=True)
     if body.reason is not None:
         who = Change(who.actor, checked_reason(body.reason, svc.settings.max_reason_length))
-    return respond(entities.merge(svc, DEFAULT_TENANT, slug, body, who))
+    return respond(entities.merge(svc, current_tenant(), slug, body, who))

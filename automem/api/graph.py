@@ -7,8 +7,8 @@ from flask import Blueprint, Response, request
 
 from automem import associations, graphview
 from automem.api import json_body, respond, services
+from automem.auth import current_tenant
 from automem.models import RelatedQuery, parse, parse_uuid
-from automem.record import DEFAULT_TENANT
 
 bp = Blueprint("graph", __name__)
 
@@ -18,9 +18,11 @@ def associate() -> tuple[Response, int]:
     svc = services()
     body = json_body()
     if isinstance(body, dict) and "associations" in body:
-        status, payload = associations.associate_many(svc.graph, body["associations"], svc.events)
+        status, payload = associations.associate_many(
+            svc.graph, body["associations"], svc.events, current_tenant()
+        )
         return respond(payload, status)
-    return respond(associations.associate_one(svc.graph, body, svc.events), 201)
+    return respond(associations.associate_one(svc.graph, body, svc.events, current_tenant()), 201)
 
 
 @bp.get("/memories/<memory_id>/related")
@@ -29,7 +31,7 @@ def related(memory_id: str) -> tuple[Response, int]:
     memory_id = parse_uuid(memory_id, "id")
     query = parse(RelatedQuery, dict(request.args), svc.settings)
     types = query.relationship_types
-    memories = svc.memories.related(memory_id, types, query.max_depth, query.limit)
+    memories = svc.memories.related(memory_id, types, query.max_depth, query.limit, current_tenant())
     return respond(
         {
             "status": "success",
@@ -50,7 +52,7 @@ def graph_snapshot() -> tuple[Response, int]:
     if "types" in request.args:  # a comma list, or the parameter repeated (OpenAPI's form style)
         args["types"] = ",".join(request.args.getlist("types"))
     query = parse(graphview.SnapshotQuery, args, svc.settings)
-    return respond(graphview.snapshot(svc.graph, svc.settings, DEFAULT_TENANT, query))
+    return respond(graphview.snapshot(svc.graph, svc.settings, current_tenant(), query))
 
 
 @bp.get("/graph/neighbors/<memory_id>")
@@ -58,13 +60,13 @@ def graph_neighbors(memory_id: str) -> tuple[Response, int]:
     svc = services()
     memory_id = parse_uuid(memory_id, "id")
     query = parse(graphview.NeighborsQuery, request.args.to_dict(), svc.settings)
-    return respond(graphview.neighbors(svc.graph, svc.settings, DEFAULT_TENANT, memory_id, query))
+    return respond(graphview.neighbors(svc.graph, svc.settings, current_tenant(), memory_id, query))
 
 
 @bp.get("/graph/stats")
 def graph_stats() -> tuple[Response, int]:
     svc = services()
-    return respond(graphview.stats(svc.graph, svc.settings, DEFAULT_TENANT))
+    return respond(graphview.stats(svc.graph, svc.settings, current_tenant()))
 
 
 @bp.get("/graph/types")

@@ -6,8 +6,9 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
+from automem import tenant_admin
 from automem.api import change, elapsed_ms, idempotent, json_body, respond, services
-from automem.auth import require_admin
+from automem.auth import current_tenant, require_tenant_admin
 from automem.errors import InvalidInput
 from automem.history import memory_history
 from automem.models import BatchCreate, HistoryQuery, MemoryCreate, MemoryUpdate, parse, parse_uuid
@@ -20,7 +21,8 @@ bp = Blueprint("memories", __name__)
 def create_memory() -> tuple[Response, int]:
     svc = services()
     body = parse(MemoryCreate, json_body(), svc.settings)
-    status, payload = svc.memories.create(body, change=change())
+    tenant_admin.check_write(svc, current_tenant(), 1, len(body.content))
+    status, payload = svc.memories.create(body, current_tenant(), change=change())
     return respond({**payload, "query_time_ms": elapsed_ms()}, status)
 
 
@@ -32,7 +34,8 @@ def create_batch() -> tuple[Response, int]:
     items = [
         parse(MemoryCreate, item, svc.settings, f"memories[{n}].") for n, item in enumerate(batch.memories)
     ]
-    results = svc.memories.create_batch(items, change=change())
+    tenant_admin.check_write(svc, current_tenant(), len(items), sum(len(i.content) for i in items))
+    results = svc.memories.create_batch(items, tenant=current_tenant(), change=change())
     created = sum(1 for r in results if r["status"] == "created")
     body: dict[str, Any] = {
         "status": "success",
@@ -51,7 +54,7 @@ def create_batch() -> tuple[Response, int]:
 
 @bp.get("/memory/<memory_id>")
 def get_memory(memory_id: str) -> tuple[Response, int]:
-    memory = services().memories.get(parse_uuid(memory_id, "id"))
+    memory = services().memories.get(parse_uuid(memory_id, "id"), current_tenant())
     return respond({"status": "success", "memory": memory})
 
 
@@ -61,7 +64,7 @@ def update_memory(memory_id: str) -> tuple[Response, int]:
     svc = services()
     memory_id = parse_uuid(memory_id, "id")
     body = parse(MemoryUpdate, json_body(), svc.settings)
-    return respond(svc.memories.update(memory_id, body, change()))
+    return respond(svc.memories.update(memory_id, body, change(), current_tenant()))
 
 
 @bp.delete("/memory/<memory_id>")
@@ -70,13 +73,15 @@ def delete_memory(memory_id: str) -> tuple[Response, int]:
     if request.args.get("hard", "").lower() in ("1", "true", "yes"):
         return _purge(memory_id)
     if_version = _int_arg("if_version")
-    return respond(services().memories.delete(memory_id, if_version, change(reason_arg="reason")))
+    return respond(
+        services().memories.delete(memory_id, if_version, change(reason_arg="reason"), current_tenant())
+    )
 
 
 @bp.post("/memory/<memory_id>/recover")
 def recover_memory(memory_id: str) -> tuple[Response, int]:
     memory_id = parse_uuid(memory_id, "id")
-    return respond(services().memories.recover(memory_id, change(reason_arg="reason")))
+    return respond(services().memories.recover(memory_id, change(reason_arg="reason"), current_tenant()))
 
 
 @bp.get("/memory/<memory_id>/history")
@@ -85,12 +90,13 @@ def history(memory_id: str) -> tuple[Response, int]:
     svc = services()
     memory_id = parse_uuid(memory_id, "id")
     query = parse(HistoryQuery, dict(request.args), svc.settings)
-    return respond(memory_history(svc.graph, memory_id, query.limit, query.before))
+    return respond(memory_history(svc.graph, memory_id, query.limit, query.before, current_tenant()))
 
 
-@require_admin
+@require_tenant_admin
 def _purge(memory_id: str) -> tuple[Response, int]:
-    return respond(services().memories.purge(memory_id, change(admin=True, reason_arg="reason")))
+    who = change(admin=True, reason_arg="reason")
+    return respond(services().memories.purge(memory_id, who, current_tenant()))
 
 
 def _int_arg(name: str) -> int | None:

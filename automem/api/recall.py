@@ -6,6 +6,7 @@ from flask import Blueprint, Response, current_app, request
 
 from automem import metrics
 from automem.api import json_body, respond, services
+from automem.auth import current_tenant
 from automem.errors import InvalidInput
 from automem.models import parse
 from automem.recall.engine import RecallEngine
@@ -23,7 +24,7 @@ def engine() -> RecallEngine:
 def _run(data: dict[str, object]) -> tuple[Response, int]:
     query = parse(RecallQuery, data, services().settings)
     try:
-        body = engine().recall(query)
+        body = engine().recall(query, current_tenant())
     except TimeQueryError as exc:
         raise InvalidInput(str(exc), field=exc.field) from exc
     metrics.observe_recall(body["timings_ms"])

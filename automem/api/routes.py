@@ -19,6 +19,7 @@ from automem.api import (
     recall,
     stream,
     tags,
+    tenants,
     viewer,
 )
 
@@ -33,6 +34,7 @@ BLUEPRINTS = (
     enrichment,
     consolidation,
     admin,
+    tenants,
     backup,
     metrics,
     docs,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app
 
 from automem.api import respond
+from automem.auth import current_tenant
 from automem.eventhub import EventHub
-from automem.record import DEFAULT_TENANT
 
 bp = Blueprint("stream", __name__)
 
@@ -27,7 +27,7 @@ def event_hub() -> EventHub:
 def stream() -> Response:
     hub = event_hub()
     # Every key is the default tenant's today; with per-key tenants this becomes the key's.
-    subscription = hub.open(DEFAULT_TENANT)
+    subscription = hub.open(current_tenant())
     limits = hub.limits
     try:
         body = subscription.frames(limits.keepalive_seconds, limits.max_seconds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, request
 
 from automem.api import change, respond, services
-from automem.auth import require_admin
+from automem.auth import current_tenant, require_tenant_admin
 from automem.models import ByTagQuery, TagsQuery, parse
 
 bp = Blueprint("tags", __name__)
@@ -26,23 +26,29 @@ def _by_tag_query() -> ByTagQuery:
 
 @bp.get("/memory/by-tag")
 def by_tag() -> tuple[Response, int]:
-    return respond(services().memories.by_tag(_by_tag_query()))
+    return respond(services().memories.by_tag(_by_tag_query(), current_tenant()))
 
 
 @bp.delete("/memory/by-tag")
 def delete_by_tag() -> tuple[Response, int]:
     """Soft-delete every memory under the tags (AutoMem's bulk delete, with the API key);
-    `?preview=true` only counts; `?hard=true` purges at once and needs the admin token."""
+    `?preview=true` only counts; `?hard=true` purges at once and needs a tenant-admin key or
+    the admin token."""
     if _flag("hard"):
         return _purge_by_tag()
     who = change(reason_arg="reason")
-    return respond(services().memories.delete_by_tag(_by_tag_query(), preview=_flag("preview"), change=who))
+    memories = services().memories
+    preview = _flag("preview")
+    return respond(
+        memories.delete_by_tag(_by_tag_query(), preview=preview, tenant=current_tenant(), change=who)
+    )
 
 
-@require_admin
+@require_tenant_admin
 def _purge_by_tag() -> tuple[Response, int]:
     who = change(admin=True, reason_arg="reason")
-    return respond(services().memories.delete_by_tag(_by_tag_query(), hard=True, change=who))
+    memories = services().memories
+    return respond(memories.delete_by_tag(_by_tag_query(), hard=True, tenant=current_tenant(), change=who))
 
 
 def _flag(name: str) -> bool:
@@ -53,4 +59,4 @@ def _flag(name: str) -> bool:
 def tag_tree() -> tuple[Response, int]:
     svc = services()
     query = parse(TagsQuery, dict(request.args), svc.settings)
-    return respond(svc.memories.tag_tree(query.prefix))
+    return respond(svc.memories.tag_tree(query.prefix, current_tenant()))

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from automem import docsgen, logs
-from automem.cli import maintenance, project, run
+from automem.cli import access, maintenance, project, run
 from automem.cli.common import ROOT, Subparsers
 from automem.cli.run import worker_registered
 from automem.errors import ConfigurationError
@@ -32,6 +32,8 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     maintenance.add_backup,
     maintenance.add_restore,
     maintenance.add_import_automem,
+    access.add_keys,
+    access.add_tenants,
     project.add_settings,
     project.add_docs,
     project.add_bench,

@@ -26,6 +26,7 @@ from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
 from automem.stores.graph_lifecycle import LifecycleQueries
+from automem.stores.graph_tenants import TenantQueries
 from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import format_utc, parse_iso
@@ -77,6 +78,7 @@ _PROJECTION = _projection()
 _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 
 # Range indexes (FalkorDB indexes array elements too, so `$t IN m.tag_prefixes` is an index scan).
+# No index on `tenant`: with one, the planner may scan a whole tenant instead of a tag's index.
 # Lookups by many ids are written `MATCH (m:Memory) WHERE m.id IN $ids` followed by `WITH m`
 # before any traversal: with `UNWIND $ids ... MATCH (m {id: x})-[r]->(n)` FalkorDB's planner may
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
@@ -163,8 +165,8 @@ class CreateOutcome:
     existing_id: str | None = None
 
 
-class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQueries, EntityQueries):
-    """All reads and writes of memories in FalkorDB."""
+class CypherGraph:
+    """One named graph of a FalkorDB server and the plumbing every query goes through."""
 
     def __init__(self, db: FalkorDB, graph_name: str, timeout_seconds: float = 0.0) -> None:
         self.db = db
@@ -172,15 +174,6 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         self.graph = db.select_graph(graph_name)
         # FalkorDB aborts a read query after this; None: no limit.
         self.read_timeout_ms = int(timeout_seconds * 1000) or None
-
-    # --- plumbing -----------------------------------------------------------------------------
-    @classmethod
-    def from_url(cls, url: str, graph_name: str, timeout_seconds: float = 0.0) -> GraphStore:
-        """`timeout_seconds` bounds every query: FalkorDB aborts a read query after it, and the
-        client stops waiting for any reply 5 s later (a write is never aborted half-way, and a
-        hung server must not hold the caller forever). 0: no limit."""
-        socket_timeout = timeout_seconds + 5 if timeout_seconds > 0 else None
-        return cls(FalkorDB.from_url(url, socket_timeout=socket_timeout), graph_name, timeout_seconds)
 
     def _run(self, fn: Callable[[], T]) -> T:
         try:
@@ -208,6 +201,37 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
             return False
 
+    def _ensure_unique(self, keys: Sequence[tuple[str, str]]) -> None:
+        """Unique node keys held by FalkorDB itself (each needs a range index first)."""
+        for label, prop in keys:
+            try:
+                command = ("GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label)
+                self.db.connection.execute_command(*command, "PROPERTIES", 1, prop)
+            except redis.exceptions.ResponseError as exc:
+                if "already exists" not in str(exc).lower():
+                    raise
+
+
+class GraphStore(
+    CypherGraph,
+    ConsolidationQueries,
+    AnalyticsQueries,
+    LifecycleQueries,
+    ViewQueries,
+    EntityQueries,
+    TenantQueries,
+):
+    """All reads and writes of memories in FalkorDB."""
+
+    # --- plumbing -----------------------------------------------------------------------------
+    @classmethod
+    def from_url(cls, url: str, graph_name: str, timeout_seconds: float = 0.0) -> GraphStore:
+        """`timeout_seconds` bounds every query: FalkorDB aborts a read query after it, and the
+        client stops waiting for any reply 5 s later (a write is never aborted half-way, and a
+        hung server must not hold the caller forever). 0: no limit."""
+        socket_timeout = timeout_seconds + 5 if timeout_seconds > 0 else None
+        return cls(FalkorDB.from_url(url, socket_timeout=socket_timeout), graph_name, timeout_seconds)
+
     def ensure_schema(self, dimension: int | None = None) -> None:
         """Create the indexes recall and the routes rely on (idempotent); with `dimension`, also
         the vector index that finds similar memories from the graph alone (enrichment)."""
@@ -221,15 +245,9 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
             self._ensure_vector_index(dimension, existing)
 
     def _ensure_unique_keys(self) -> None:
-        """One node per memory id and per entity key, held by FalkorDB itself: no write path (a
-        race, a restore, an import) can make two (each key has its range index above)."""
-        for label, prop in _UNIQUE_KEYS:
-            try:
-                command = ("GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label)
-                self.db.connection.execute_command(*command, "PROPERTIES", 1, prop)
-            except redis.exceptions.ResponseError as exc:
-                if "already exists" not in str(exc).lower():
-                    raise
+        """One node per memory id and per entity key: no write path (a race, a restore, an
+        import) can make two."""
+        self._ensure_unique(_UNIQUE_KEYS)
 
     # --- a whole graph at once: restores build a staging graph and swap it in ----------------------
     def sibling(self, suffix: str) -> GraphStore:
@@ -464,13 +482,16 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         return [row[0] for row in self._query(cypher, {"rows": rows}).result_set]
 
     # --- reads --------------------------------------------------------------------------------
-    def get_memory(self, memory_id: str, include_deleted: bool = False) -> MemoryRecord | None:
+    def get_memory(
+        self, memory_id: str, include_deleted: bool = False, tenant: str | None = None
+    ) -> MemoryRecord | None:
+        """The memory; with `tenant`, only when it belongs to that tenant."""
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
-        WHERE $all OR m.state <> 'deleted'
+        WHERE ($all OR m.state <> 'deleted') AND ($tenant IS NULL OR m.tenant = $tenant)
         RETURN {_PROJECTION}
         """
-        rows = self._ro(cypher, {"id": memory_id, "all": include_deleted})
+        rows = self._ro(cypher, {"id": memory_id, "all": include_deleted, "tenant": tenant})
         return _doc(rows[0]) if rows else None
 
     def get_memories(
@@ -656,18 +677,24 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
 
     # --- enrichment ---------------------------------------------------------------------------
     def ids_needing_enrichment(
-        self, limit: int, after: str = "", version: int = 0, retry_failed: bool = False
+        self,
+        limit: int,
+        after: str = "",
+        version: int = 0,
+        retry_failed: bool = False,
+        tenant: str | None = None,
     ) -> list[str]:
-        """Active memories never enriched, changed since, or enriched by an older enricher; one
-        whose enrichment failed at its current version only with `retry_failed`."""
+        """Active memories (of `tenant`, or every tenant) never enriched, changed since, or
+        enriched by an older enricher; one whose enrichment failed at its current version only
+        with `retry_failed`."""
         cypher = """
         MATCH (m:Memory)
-        WHERE m.id > $after AND m.state = 'active'
+        WHERE m.id > $after AND m.state = 'active' AND ($tenant IS NULL OR m.tenant = $tenant)
           AND (coalesce(m.enriched, false) = false OR coalesce(m.enrichment_version, 0) < $version)
           AND ($retry OR coalesce(m.enrich_failed_version, -1) <> m.version)
         RETURN m.id ORDER BY m.id LIMIT $limit
         """
-        params = {"after": after, "limit": limit, "version": version, "retry": retry_failed}
+        params = {"after": after, "limit": limit, "version": version, "retry": retry_failed, "tenant": tenant}
         return [row[0] for row in self._ro(cypher, params)]
 
     def record_job_failure(self, memory_id: str, event: dict[str, Any], enrichment: bool) -> bool:
@@ -902,7 +929,7 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         FOREACH (r IN olds | DELETE r)
         WITH m
         UNWIND $rows AS r
-        MATCH (o:Memory {id: r.id})
+        MATCH (o:Memory {id: r.id}) WHERE o.tenant = m.tenant
         MERGE (m)-[a:SIMILAR_TO]->(o)
         SET a.score = r.score, a.strength = r.score, a.updated_at = $now
         MERGE (o)-[b:SIMILAR_TO]->(m)
@@ -1051,36 +1078,38 @@ class GraphStore(ConsolidationQueries, AnalyticsQueries, LifecycleQueries, ViewQ
         """
         return [(a, b, t) for a, b, t in self._ro(cypher, {"ids": list(ids), "types": list(types)})]
 
-    def associate(self, rel_type: str, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-        """MERGE one edge of `rel_type` per row {a, b, props}; returns the (a, b) pairs written.
+    def associate(self, rel_type: str, rows: Sequence[dict[str, Any]], tenant: str) -> list[tuple[str, str]]:
+        """MERGE one edge of `rel_type` per row {a, b, props} between two memories of `tenant`;
+        returns the (a, b) pairs written.
 
         The type is interpolated, so callers must pass a type from the relationship registry."""
         cypher = f"""
         UNWIND $rows AS r
         MATCH (a:Memory {{id: r.a}}), (b:Memory {{id: r.b}})
-        WHERE a.state <> 'deleted' AND b.state <> 'deleted'
+        WHERE a.state <> 'deleted' AND b.state <> 'deleted' AND a.tenant = $tenant AND b.tenant = $tenant
         MERGE (a)-[e:{rel_type}]->(b)
         ON CREATE SET e.created_at = r.now
         SET e += r.props, e.updated_at = r.now
         RETURN a.id, b.id
         """
-        return [(a, b) for a, b in self._query(cypher, {"rows": list(rows)}).result_set]
+        return [(a, b) for a, b in self._query(cypher, {"rows": list(rows), "tenant": tenant}).result_set]
 
     def related(
-        self, memory_id: str, types: Sequence[str], depth: int, limit: int
+        self, memory_id: str, types: Sequence[str], depth: int, limit: int, tenant: str
     ) -> list[tuple[MemoryRecord, int]]:
-        """(memory, hops) of the distinct memories within `depth` hops over the given edge types,
-        importance first."""
+        """(memory, hops) of the distinct memories of `tenant` within `depth` hops over the given
+        edge types, importance first."""
         cypher = f"""
-        MATCH p = (m:Memory {{id: $id}})-[*1..{int(depth)}]-(o:Memory)
-        WHERE o.id <> $id AND o.state <> 'deleted' AND all(r IN relationships(p) WHERE type(r) IN $types)
+        MATCH p = (m:Memory {{id: $id, tenant: $tenant}})-[*1..{int(depth)}]-(o:Memory)
+        WHERE o.id <> $id AND o.tenant = $tenant AND o.state <> 'deleted'
+          AND all(r IN relationships(p) WHERE type(r) IN $types)
         WITH o, min(length(p)) AS hops
         RETURN {_projection("o")}, hops
         ORDER BY o.importance DESC, o.timestamp DESC
         LIMIT $limit
         """
-        rows = self._ro(cypher, {"id": memory_id, "types": list(types), "limit": limit})
-        return [(_doc(row[:-1]), int(row[-1])) for row in rows]
+        params = {"id": memory_id, "types": list(types), "limit": limit, "tenant": tenant}
+        return [(_doc(row[:-1]), int(row[-1])) for row in self._ro(cypher, params)]
 
     def touch(self, rows: Sequence[dict[str, Any]]) -> int:
         """Record accesses {id, at, n, version}: the newest last_accessed wins, access_count grows

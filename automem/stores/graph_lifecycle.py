@@ -47,21 +47,21 @@ class LifecycleQueries:
 
     # --- history --------------------------------------------------------------------------------
     def memory_history(
-        self, memory_id: str, before: int | None, limit: int
+        self, memory_id: str, before: int | None, limit: int, tenant: str
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """(the memory's creation fields or None when it is gone, its events with rev < `before`
-        newest first, at most `limit`)."""
+        newest first, at most `limit`), within `tenant`."""
         head_rows = self._ro(
-            "MATCH (m:Memory {id: $id}) RETURN " + ", ".join(f"m.{f}" for f in _HEAD_FIELDS),
-            {"id": memory_id},
+            "MATCH (m:Memory {id: $id, tenant: $tenant}) RETURN " + ", ".join(f"m.{f}" for f in _HEAD_FIELDS),
+            {"id": memory_id, "tenant": tenant},
         )
         cypher = """
         MATCH (e:MemoryEvent {memory_id: $id})
-        WHERE $before IS NULL OR e.rev < $before
+        WHERE e.tenant = $tenant AND ($before IS NULL OR e.rev < $before)
         RETURN e.event, e.at, e.actor, e.reason, e.version, e.rev, e.changes
         ORDER BY e.rev DESC LIMIT $limit
         """
-        rows = self._ro(cypher, {"id": memory_id, "before": before, "limit": limit})
+        rows = self._ro(cypher, {"id": memory_id, "before": before, "limit": limit, "tenant": tenant})
         head = dict(zip(_HEAD_FIELDS, head_rows[0], strict=True)) if head_rows else None
         return head, [dict(zip(_EVENT_FIELDS, row, strict=True)) for row in rows]
 

@@ -337,6 +337,102 @@ def run(args: argparse.Namespace, service: Service) -> dict[str, Any]:
     return {"stages": stages}
 
 
+# --- tenants: one tenant's recall alone, then beside nine more of its size -------------------------
+
+
+def tenant_client(service: Service, key: str, connections: int) -> httpx.Client:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.Client(base_url=service.url, headers={"X-API-Key": key}, timeout=60, limits=limits)
+
+
+def add_tenant(admin: httpx.Client, name: str) -> str:
+    """Create the tenant and mint a write key of it; the key's secret."""
+    for path, body in (
+        ("/admin/tenants", {"name": name}),
+        ("/admin/keys", {"tenant": name, "scope": "write"}),
+    ):
+        response = admin.post(path, json=body)
+        if response.status_code != 201:
+            raise SystemExit(f"{path}: {response.status_code} {response.text[:300]}")
+    return str(response.json()["key"])
+
+
+def fill_tenant(
+    service: Service, corpus: Corpus, key: str, first: int, size: int, args: argparse.Namespace
+) -> dict:
+    items = [corpus.memory(n) for n in range(first, first + size)]
+    with tenant_client(service, key, args.connections) as client:
+        return batch_posts(client, items, args.batch, args.batch_concurrency)
+
+
+def tenant_recall(service: Service, corpus: Corpus, key: str, args: argparse.Namespace) -> dict[str, Any]:
+    bodies = [corpus.query(n) for n in range(args.rounds)]
+    with tenant_client(service, key, args.connections) as client:
+        for _ in range(2):
+            recall_runs(client, bodies[:20], 1)
+        result, timings = recall_runs(client, bodies, 1)
+        by_tag = by_tag_suite(client, min(args.rounds, 200))["project_prefix"]
+    return {"recall_c1": result, "stages": stage_breakdown(timings), "by_tag_project_prefix": by_tag}
+
+
+def run_tenants(args: argparse.Namespace, service: Service) -> dict[str, Any]:
+    """Recall of tenant 0 (`size` memories) alone, then with args.tenants - 1 more tenants of the
+    same size in the store: isolation must not cost a tenant its speed."""
+    corpus, size = Corpus(args.seed), args.sizes[0]
+    with service.client(connections=args.connections) as admin:
+        keys = [add_tenant(admin, f"bench-{t}") for t in range(args.tenants)]
+        log(f"tenant 0: ingest {size}")
+        ingest = [fill_tenant(service, corpus, keys[0], 0, size, args)]
+        drain_alone = wait_drained(admin, args.drain_timeout)
+        alone = tenant_recall(service, corpus, keys[0], args)
+        log(f"  alone: recall p50 {alone['recall_c1']['p50_ms']} ms")
+        for t in range(1, args.tenants):
+            log(f"tenant {t}: ingest {size}")
+            ingest.append(fill_tenant(service, corpus, keys[t], t * size, size, args))
+        drain_shared = wait_drained(admin, args.drain_timeout)
+        shared = tenant_recall(service, corpus, keys[0], args)
+        log(f"  shared: recall p50 {shared['recall_c1']['p50_ms']} ms")
+        counts = admin.get("/health").json().get("counts")
+    ratio = round(shared["recall_c1"]["p50_ms"] / alone["recall_c1"]["p50_ms"], 3)
+    return {
+        "tenant_size": size,
+        "tenants": args.tenants,
+        "store_counts": counts,
+        "ingest": ingest,
+        "drain": {"alone": drain_alone, "shared": drain_shared},
+        "alone": alone,
+        "shared": shared,
+        "p50_ratio": ratio,
+    }
+
+
+def render_tenants(report: dict[str, Any]) -> str:
+    meta, r = report["meta"], report["results"]
+    m = meta["machine"]
+    rows = [("alone", r["alone"]), (f"beside {r['tenants'] - 1} more tenants", r["shared"])]
+    lines = [
+        f"# Tenant isolation cost ({meta['date']}, {m['cores']} cores, commit {meta['git_commit']})",
+        "",
+        f"Command: `{meta['command']}`",
+        "",
+        f"Service: {meta['service']}. Tenant 0 holds {r['tenant_size']:,} memories; its recall "
+        f"(concurrency 1, limit 10, client-side {DIM}-d vectors) is measured alone, then with "
+        f"{r['tenants'] - 1} more tenants of the same size in the store "
+        f"({(r['store_counts'] or {}).get('total', '?')} memories in all). Every request carries a "
+        "key of tenant 0.",
+        "",
+        "| tenant 0 | recall p50 ms | p95 ms | by-tag p50 ms |",
+        "|---|---|---|---|",
+    ]
+    for name, res in rows:
+        rec = res["recall_c1"]
+        lines.append(
+            f"| {name} | {rec['p50_ms']} | {rec['p95_ms']} | {res['by_tag_project_prefix']['p50_ms']} |"
+        )
+    lines += ["", f"Recall p50 shared / alone: **{r['p50_ratio']}** (target ≤ 1.2).", ""]
+    return "\n".join(lines)
+
+
 # --- report -------------------------------------------------------------------------------------
 
 TARGETS = {
@@ -462,7 +558,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--url", help="benchmark a running service (needs --token) instead of starting one")
     parser.add_argument("--token", help="API key for --url")
+    parser.add_argument("--admin-token", help="admin token for --url (--tenants creates tenants and keys)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks"), help="directory for load.json / load.md")
+    parser.add_argument(
+        "--tenants",
+        type=int,
+        default=0,
+        help="instead: recall of one tenant of the first size alone, then beside this many tenants "
+        "in all (load_tenants.json / .md)",
+    )
     return parser
 
 
@@ -477,17 +581,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_start": load_avg(),
     }
     env = dict(item.split("=", 1) for item in args.env)
+    runner = run_tenants if args.tenants else run
     if args.url:
         meta["service"] = f"running service at {args.url}"
-        results = run(args, Service(args.url, args.token or "", ""))
+        results = runner(args, Service(args.url, args.token or "", args.admin_token or ""))
     else:
         env = {"EMBEDDING_PROVIDER": "hash", **env}
         meta["service"] = "embedded `automem serve` " + " ".join(f"{k}={v}" for k, v in sorted(env.items()))
         with embedded_service(env, workers=args.workers, prefix="automem-load-") as service:
             meta["other_processes"] = other_service_processes(service.proc.pid if service.proc else None)
-            results = run(args, service)
+            results = runner(args, service)
         meta["leftover_processes"] = service.leftovers
     meta["load_end"] = load_avg()
+    if args.tenants:
+        report = {"meta": meta, "results": results}
+        out = Path(args.out)
+        (out / "load_tenants.json").write_text(json.dumps(report, indent=2) + "\n")
+        (out / "load_tenants.md").write_text(render_tenants(report))
+        print(render_tenants(report))
+        return 0
     report = {"meta": meta, "results": results, "targets": target_rows({"results": results})}
     write_report(report, Path(args.out))
     print(render_markdown(report))

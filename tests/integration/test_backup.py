@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from flask import Flask
-from werkzeug.serving import make_server
 
 from automem.cli import main
 from automem.embedded import EmbeddedFalkorDB
@@ -217,16 +213,6 @@ def test_the_restore_body_has_its_own_limit(small_body_settings: Settings) -> No
         assert api.get("/memory/by-tag?tags=x").status_code == 200
     finally:
         stop_app(app)
-
-
-@pytest.fixture
-def live_url(app: Flask) -> Iterator[str]:
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    thread.join(5)
 
 
 def test_cli_backup_and_restore_through_the_api(

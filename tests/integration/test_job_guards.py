@@ -97,8 +97,8 @@ def test_a_patch_keeps_what_enrichment_wrote_after_the_patch_read(
     real_get = services.graph.get_memory
     raced: list[bool] = []
 
-    def read_then_enrichment_lands(mid: str, include_deleted: bool = False) -> Any:
-        doc = real_get(mid, include_deleted)
+    def read_then_enrichment_lands(mid: str, include_deleted: bool = False, tenant: str | None = None) -> Any:
+        doc = real_get(mid, include_deleted, tenant)
         if not raced:  # the PATCH has read the memory; enrichment commits before its write
             raced.append(True)
             use_services(services)

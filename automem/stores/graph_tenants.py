@@ -1,0 +1,73 @@
+"""A tenant's share of the memory graph as a whole: its usage (for limits) and its erasure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+
+class TenantQueries:
+    """Mixed into GraphStore, which provides `_ro` and `_query`."""
+
+    if TYPE_CHECKING:
+
+        def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]: ...
+
+        def _query(self, cypher: str, params: dict[str, Any] | None = None) -> Any: ...
+
+    def tenant_usage(self, tenant: str) -> dict[str, int]:
+        """What counts against the tenant's limits: its memories (deleted ones too, until purged:
+        they can be recovered) and the characters of their content."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.tenant = $tenant
+        RETURN count(m), sum(size(m.content))
+        """
+        rows = self._ro(cypher, {"tenant": tenant})
+        memories, chars = rows[0] if rows else (0, 0)
+        return {"memories": int(memories or 0), "content_bytes": int(chars or 0)}
+
+    def tenant_names(self) -> list[str]:
+        """Every tenant that holds a memory."""
+        return [str(r[0]) for r in self._ro("MATCH (m:Memory) RETURN DISTINCT m.tenant ORDER BY m.tenant")]
+
+    def tenant_ids_page(self, tenant: str, limit: int) -> list[str]:
+        cypher = "MATCH (m:Memory) WHERE m.tenant = $tenant RETURN m.id LIMIT $limit"
+        return [str(r[0]) for r in self._ro(cypher, {"tenant": tenant, "limit": limit})]
+
+    def erase_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, int]:
+        """Delete these memories of `tenant` with their edges and history events: nothing of
+        them is left (unlike a purge, no tombstone)."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.id IN $ids AND m.tenant = $tenant
+        OPTIONAL MATCH (m)-[r]-()
+        WITH m, count(r) AS edges
+        WITH collect(m) AS nodes, sum(edges) AS edges
+        FOREACH (n IN nodes | DETACH DELETE n)
+        RETURN size(nodes), edges
+        """
+        memories, edges = self._query(cypher, {"tenant": tenant, "ids": list(ids)}).result_set[0]
+        events = self._erase_label("MemoryEvent", tenant, "n.memory_id IN $ids", {"ids": list(ids)})
+        return {"memories": int(memories), "edges": int(edges or 0), "history_events": events}
+
+    def erase_tenant_rest(self, tenant: str) -> dict[str, int]:
+        """After its memories: the tenant's entities (with their edges), tombstones of purged
+        memories and any other history event of it."""
+        entities = self._erase_label("Entity", tenant)
+        events = self._erase_label("MemoryEvent", tenant)
+        return {"entities": entities, "history_events": events}
+
+    def _erase_label(
+        self, label: str, tenant: str, where: str = "true", params: dict[str, Any] | None = None
+    ) -> int:
+        total = 0
+        while True:
+            cypher = f"""
+            MATCH (n:{label}) WHERE n.tenant = $tenant AND {where}
+            WITH n LIMIT 5000
+            DETACH DELETE n
+            RETURN count(n)
+            """
+            removed = int(self._query(cypher, {"tenant": tenant, **(params or {})}).result_set[0][0])
+            total += removed
+            if removed < 5000:
+                return total
