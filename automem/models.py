@@ -404,6 +404,11 @@ class RestoreQuery(_Body):
     vectors: Literal["archive", "graph"] = Field(
         "archive", description="archive: the archive's points; graph: rebuild every point from the graph"
     )
+    tenant: StrictStr | None = Field(
+        default=None,
+        description="import into this tenant only (a tenant-admin key: its own, with an archive of it); "
+        "mode then applies to the tenant",
+    )
 
 
 def is_uuid(value: str) -> bool:

@@ -74,13 +74,13 @@ def restore_archive(
     svc: Services, chunks: Iterable[bytes], mode: str = "empty", vectors: str = "archive"
 ) -> dict[str, Any]:
     """Validate the archive in `chunks`, then replace the store with it (see the module doc)."""
-    with _restore_lock(svc), tempfile.TemporaryFile(prefix="automem-restore-") as spool:
+    with restore_lock(svc), tempfile.TemporaryFile(prefix="automem-restore-") as spool:
         if mode != "replace":
             _require_empty(svc)  # before reading the upload: fail fast
         check = ArchiveCheck(settings=svc.settings)
-        for _ in checked_records(_tee(chunks, spool), check):
+        for _ in checked_records(tee(chunks, spool), check):
             pass
-        _require_compatible(svc, check)
+        require_compatible(svc, check)
         if mode != "replace":
             _require_empty(svc)
         writer = _staged_graph(svc, spool, check)
@@ -117,7 +117,7 @@ def restore_archive(
     }
 
 
-def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> _Writer:
+def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> ArchiveWriter:
     """The archive's graph, written into a staging graph beside the live one and checked
     complete (every record became a node or an edge); on any failure the staging graph is
     deleted and the live store was never touched."""
@@ -127,8 +127,8 @@ def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> _Writ
         staging.ensure_schema(svc.embedder.dimension)
         staging.ensure_consolidation_schema()
         spool.seek(0)
-        writer = _Writer(staging)
-        for record in checked_records(_read(spool)):
+        writer = ArchiveWriter(staging)
+        for record in checked_records(spooled(spool)):
             writer.add(record)
         writer.flush()
         writer.require_complete(check)
@@ -189,7 +189,7 @@ def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use
     try:
         spool.seek(0)
         batch: list[VectorPoint] = []
-        for record in checked_records(_read(spool)):
+        for record in checked_records(spooled(spool)):
             if record["kind"] == "vector":
                 batch.append(_point(record, texts))
             if len(batch) >= NODE_BATCH:
@@ -211,7 +211,7 @@ def _point(record: dict[str, Any], texts: dict[str, str]) -> VectorPoint:
 
 
 @contextmanager
-def _restore_lock(svc: Services) -> Iterator[None]:
+def restore_lock(svc: Services) -> Iterator[None]:
     """One restore at a time. The lock lives LOCK_SECONDS and is renewed while the restore runs,
     so a process killed mid-restore frees it within LOCK_SECONDS rather than blocking restores."""
     token = secrets.token_hex(8)
@@ -258,7 +258,7 @@ def _require_empty(svc: Services) -> None:
         )
 
 
-def _require_compatible(svc: Services, check: ArchiveCheck) -> None:
+def require_compatible(svc: Services, check: ArchiveCheck) -> None:
     if (check.counts["vector"] or check.embeddings) and check.dimension != svc.embedder.dimension:
         raise Conflict(
             f"the archive holds {check.dimension}-dimensional vectors; this service embeds with "
@@ -269,18 +269,18 @@ def _require_compatible(svc: Services, check: ArchiveCheck) -> None:
         )
 
 
-def _tee(chunks: Iterable[bytes], spool: IO[bytes]) -> Iterator[bytes]:
+def tee(chunks: Iterable[bytes], spool: IO[bytes]) -> Iterator[bytes]:
     for chunk in chunks:
         spool.write(chunk)
         yield chunk
 
 
-def _read(spool: IO[bytes]) -> Iterator[bytes]:
+def spooled(spool: IO[bytes]) -> Iterator[bytes]:
     while chunk := spool.read(CHUNK):
         yield chunk
 
 
-class _Writer:
+class ArchiveWriter:
     """Writes the archive's graph records into a graph store in batches, nodes before edges,
     and keeps each memory's keyword text for its vector point."""
 

@@ -10,11 +10,12 @@ from flask import Blueprint, Response, request, stream_with_context
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from automem.api import respond, services
-from automem.auth import require_admin, require_tenant_admin, tenant_bound
+from automem.auth import require_tenant_admin, tenant_bound
 from automem.backup import CHUNK, MEDIA_TYPE, archive_records, backup_header, gzip_lines
-from automem.errors import PayloadTooLarge
+from automem.errors import Forbidden, PayloadTooLarge
 from automem.models import RestoreQuery, parse
 from automem.restore import restore_archive
+from automem.tenant_restore import restore_into_tenant
 from automem.tenants import check_tenant_name
 
 bp = Blueprint("backup", __name__)
@@ -39,15 +40,24 @@ def backup() -> tuple[Response, int]:
 
 
 @bp.post("/admin/restore")
-@require_admin  # the whole store; a tenant-admin key cannot restore (importing into a tenant: #14)
+@require_tenant_admin
 def restore() -> tuple[Response, int]:
     """The request body is the archive (any content type); it may exceed the normal body limit up
-    to AUTOMEM_RESTORE_MAX_BYTES."""
+    to AUTOMEM_RESTORE_MAX_BYTES. The admin token restores the whole store, or imports into one
+    tenant with `?tenant=`; a tenant-admin key imports its own tenant's archive into its tenant."""
     svc = services()
     query = parse(RestoreQuery, dict(request.args), svc.settings)
     request.max_content_length = svc.settings.restore_max_bytes
     chunks = _body_chunks(svc.settings.restore_max_bytes)
-    return respond(restore_archive(svc, chunks, query.mode, query.vectors))
+    bound = tenant_bound()
+    if bound is not None and query.tenant not in (None, bound):
+        raise Forbidden(
+            f"a key of tenant {bound} imports into {bound} only", field="tenant", reason="insufficient_scope"
+        )
+    tenant = bound or (check_tenant_name(query.tenant) if query.tenant is not None else None)
+    if tenant is None:
+        return respond(restore_archive(svc, chunks, query.mode, query.vectors))
+    return respond(restore_into_tenant(svc, chunks, tenant, query.mode, own_archives_only=bound is not None))
 
 
 def _body_chunks(limit: int) -> Iterator[bytes]:

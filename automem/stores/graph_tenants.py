@@ -71,3 +71,32 @@ class TenantQueries:
             total += removed
             if removed < 5000:
                 return total
+
+    def tenant_ids_after(self, tenant: str, after: str, limit: int) -> list[str]:
+        """The tenant's memory ids in order, from after `after` (a page of a full listing)."""
+        cypher = """
+        MATCH (m:Memory) WHERE m.tenant = $tenant AND m.id > $after
+        RETURN m.id ORDER BY m.id LIMIT $limit
+        """
+        return [str(r[0]) for r in self._ro(cypher, {"tenant": tenant, "after": after, "limit": limit})]
+
+    def commit_staged_tenant(self, staging: str, tenant: str, mark: str) -> int:
+        """In one query (one transaction: all of it or none): delete every node of `tenant`,
+        then make the nodes staged under `staging` the tenant's, removing the `mark` their keys
+        carry. Returns the number of nodes replaced."""
+        unmark = "CASE WHEN n.{0} STARTS WITH $mark THEN substring(n.{0}, size($mark)) ELSE n.{0} END"
+        keys = ("id", "memory_id", "dedup_key", "key", "merged_into")
+        sets = ", ".join(f"n.{k} = {unmark.format(k)}" for k in keys)
+        cypher = f"""
+        OPTIONAL MATCH (old) WHERE old.tenant = $tenant
+        WITH collect(old) AS olds
+        FOREACH (o IN olds | DETACH DELETE o)
+        WITH size(olds) AS replaced
+        OPTIONAL MATCH (n) WHERE n.tenant = $staging
+        SET n.tenant = $tenant, {sets},
+            n.alias_keys = CASE WHEN n.alias_keys IS NULL THEN null ELSE [k IN n.alias_keys |
+                CASE WHEN k STARTS WITH $mark THEN substring(k, size($mark)) ELSE k END] END
+        RETURN replaced, count(n)
+        """
+        rows = self._query(cypher, {"staging": staging, "tenant": tenant, "mark": mark}).result_set
+        return int(rows[0][0]) if rows else 0

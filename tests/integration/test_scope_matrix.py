@@ -28,6 +28,7 @@ TENANT_ADMIN = {
     ("POST", "/entity/<slug>/merge"),
     ("POST", "/enrichment/reprocess"),
     ("POST", "/admin/existing"),
+    ("POST", "/admin/restore"),  # into the key's own tenant (the admin token: the whole store)
     ("DELETE", "/memory/<memory_id>?hard=true"),
     ("DELETE", "/memory/by-tag?hard=true"),
 }
@@ -35,7 +36,6 @@ ADMIN = {
     ("GET", "/admin/jobs"),
     ("GET", "/admin/reembed"),
     ("POST", "/admin/reembed"),
-    ("POST", "/admin/restore"),
     ("POST", "/admin/sync"),
     ("GET", "/admin/keys"),
     ("POST", "/admin/keys"),

@@ -2,7 +2,8 @@
 
 Three tenants, each with a read, a write and a tenant-admin key. Random steps: stores, updates,
 deletes, recoveries, associations (within and across tenants), recalls, by-tag listings, tag
-trees, related lookups, history reads, graph views, exports, and probes of another tenant's
+trees, related lookups, history reads, graph views, exports and re-imports of them, and probes
+of another tenant's
 memories with every key of a tenant. After every step:
 
 - no response to a key of tenant A contains an id, the content marker or a tag of B or C;
@@ -204,6 +205,25 @@ class TenantIsolation(RuleBasedStateMachine):
         tenant = self.tenants[t]
         response = self.call(tenant, tenant.admin, "GET", "/backup")
         assert response.status_code == 200
+
+    @rule(t=tenant_index, mode=st.sampled_from(["decay", "creative", "cluster", "forget", "full"]))
+    def consolidation_preview(self, t: int, mode: str) -> None:
+        tenant = self.tenants[t]
+        body = {"mode": mode, "dry_run": True}
+        assert self.call(tenant, tenant.write, "POST", "/consolidate", json=body).status_code == 200
+        assert self.call(tenant, tenant.read, "GET", "/consolidate/status").status_code == 200
+
+    @rule(t=tenant_index)
+    def reimport(self, t: int) -> None:
+        """The tenant's own export imported over it (mode=replace): nothing of it changes, and no
+        other tenant either (the invariant checks both)."""
+        tenant = self.tenants[t]
+        archive = self.call(tenant, tenant.admin, "GET", "/backup").data
+        headers = {"Content-Type": "application/gzip"}
+        response = self.call(
+            tenant, tenant.admin, "POST", "/admin/restore?mode=replace", data=archive, headers=headers
+        )
+        assert response.status_code == 200, response.get_json()
 
     # --- the model -------------------------------------------------------------------------------
     @invariant()
