@@ -17,7 +17,7 @@ import redis
 from flask import Flask, Response, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from automem import jsonio, metrics, ratelimit
+from automem import jsonio, metrics, ratelimit, ui
 from automem.api import check_query_text
 from automem.api.routes import register_blueprints
 from automem.auth import authenticate, check_bind_allowed
@@ -51,6 +51,7 @@ def create_app(
     # Live events for GET /stream; its subscriber thread starts with the first stream.
     app.extensions["automem.events"] = EventHub.from_settings(require_urls(settings)[1], settings)
     register_blueprints(app)
+    ui.register(app, svc.queue_redis, settings.ui_idle_minutes)
     _register_hooks(app, settings, svc)
     ratelimit.init_app(app, settings, svc.queue_redis, svc.tenants)
     metrics.init_app(app)

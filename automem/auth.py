@@ -11,6 +11,7 @@ A key whose scope is too small for the route is a 403 `insufficient_scope`.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 from collections.abc import Callable
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# /viewer: AutoMem serves its viewer paths without a key (they answer 503 until /ui/ exists).
-PUBLIC_PATHS = ("/health", "/metrics", "/viewer")
+# /viewer: AutoMem serves its viewer paths without a key (they lead to the dashboard, /ui/).
+PUBLIC_PATHS = ("/health", "/metrics", "/viewer", "/ui")  # /ui signs in with its own session
 # Routes served on the admin token alone (AutoMem's /backup; tenants and keys, which no API key
 # manages).
 ADMIN_ONLY_PATHS = ("/backup", "/admin/keys", "/admin/tenants")
@@ -61,6 +62,15 @@ def presented_admin_token(settings: Settings) -> str | None:
         if value:
             return value.strip()
     return request.args.get("admin_token") if settings.allow_query_token else None
+
+
+def is_admin_token(settings: Settings, token_digest: str) -> bool:
+    """Whether `token_digest` is the SHA-256 of the configured admin token (a dashboard session
+    keeps the digest, so rotating the token ends its admin rights)."""
+    if not settings.admin_token:
+        return False
+    expected = hashlib.sha256(str(settings.admin_token).encode()).hexdigest()
+    return hmac.compare_digest(token_digest.encode(), expected.encode())
 
 
 def is_admin(settings: Settings) -> bool:

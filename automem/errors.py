@@ -86,7 +86,7 @@ class StoreUnavailable(AutomemError):
 
 class ServiceUnavailable(AutomemError):
     """A part of the service other than the graph cannot answer now (the reason says which:
-    too_many_streams, events_unavailable, dashboard_not_built, ...)."""
+    too_many_streams, events_unavailable, ...)."""
 
     status = 503
     reason = "unavailable"

@@ -152,7 +152,6 @@ _STREAM_UNAVAILABLE = (
     "this API process serves its maximum of streams (too_many_streams), or the event channel "
     "is unreachable (events_unavailable)"
 )
-_DASHBOARD_NOT_BUILT = "the built-in dashboard is not built yet (dashboard_not_built)"
 
 OPERATIONS: dict[tuple[str, str], Operation] = {
     ("POST", "/memory"): Operation(
@@ -355,16 +354,16 @@ OPERATIONS: dict[tuple[str, str], Operation] = {
     ),
     ("GET", "/stream/status"): Operation("Live streams of the answering API process", response=StreamStatus),
     ("GET", "/viewer/"): Operation(
-        "AutoMem's viewer path; 503 until the built-in dashboard (/ui/) exists",
+        "AutoMem's viewer path: a redirect (302) to the built-in dashboard, /ui/",
         public=True,
-        success=None,
-        errors=((503, _DASHBOARD_NOT_BUILT),),
+        success=302,
+        produces="text/html",
     ),
     ("GET", "/viewer/<path:subpath>"): Operation(
-        "AutoMem's viewer paths; 503 until the built-in dashboard (/ui/) exists",
+        "AutoMem's viewer paths: a redirect (302) to the built-in dashboard, /ui/",
         public=True,
-        success=None,
-        errors=((503, _DASHBOARD_NOT_BUILT),),
+        success=302,
+        produces="text/html",
     ),
 }
 
@@ -387,7 +386,7 @@ def routes(app: Flask) -> set[tuple[str, str]]:
     """(method, Flask rule) of every API route of the app."""
     found = set()
     for rule in app.url_map.iter_rules():
-        if rule.endpoint == "static":
+        if rule.endpoint == "static" or rule.endpoint.startswith("ui."):  # the dashboard's pages
             continue
         for method in (rule.methods or set()) - _IGNORED_METHODS:
             found.add((method, rule.rule))

@@ -538,6 +538,13 @@ class Settings(BaseSettings):
         300, "MEMORY_SUMMARY_TARGET_LENGTH", "llm", "Target length in characters of a write-time summary."
     )
 
+    ui_idle_minutes: int = _setting(
+        60,
+        "AUTOMEM_UI_IDLE_MINUTES",
+        "server",
+        "Minutes without a request after which a dashboard (/ui/) session ends.",
+    )
+
     # --- enrichment ---------------------------------------------------------------------------
     enrichment_enabled: bool = _setting(
         True,

@@ -96,7 +96,11 @@ class KeyRing:
     # --- resolving a presented key ------------------------------------------------------------
     def resolve(self, secret: str) -> Principal | None:
         """The principal of a live key; None for an unknown, revoked or expired one."""
-        record = self._record(digest(secret))
+        return self.resolve_digest(digest(secret))
+
+    def resolve_digest(self, key_digest: str) -> Principal | None:
+        """As `resolve`, from the key's digest (what a dashboard session keeps)."""
+        record = self._record(key_digest)
         if record is None or record.get("revoked_at"):
             return None
         expires = record.get("expires_at")

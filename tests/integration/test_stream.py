@@ -411,11 +411,10 @@ def test_a_stream_answers_503_when_the_channel_is_unreachable(
 
 # --- the viewer -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", ["/viewer/", "/viewer/index.html", "/viewer/assets/app.js?x=1"])
-def test_the_viewer_paths_say_the_dashboard_is_not_built(client: FlaskClient, path: str) -> None:
+def test_the_viewer_paths_lead_to_the_dashboard(client: FlaskClient, path: str) -> None:
     response = client.get(path)  # no key needed, as in AutoMem
-    assert response.status_code == 503
-    assert envelope_problem(503, response.get_json(), "dashboard_not_built") is None
-    assert "/ui/" in response.get_json()["message"]
+    assert response.status_code == 302
+    assert response.headers["Location"].endswith("/ui/")
 
 
 def _wait(predicate: Any, timeout: float = 10.0) -> None:

@@ -50,8 +50,7 @@ ONLY = os.environ.get("FUZZ_ONLY", "")  # a path prefix, to fuzz some operations
 AUTH = {"X-API-Key": API_TOKEN, "X-Admin-Token": ADMIN_TOKEN}
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Not fuzzed, tested in tests/integration/test_stream.py instead: a live stream answers for minutes
-# (the WSGI client would read it to its end), and the viewer paths are a placeholder documented
-# to answer 503 `dashboard_not_built` to any request.
+# (the WSGI client would read it to its end), and the viewer paths redirect any request to /ui/.
 NOT_FUZZED = {"/stream", "/viewer/", "/viewer/{subpath}"}
 
 

@@ -1,0 +1,303 @@
+"""The dashboard's pages: sign-in, overview, tags, memories, a memory (edit, delete, recover,
+associate, history), search, operations. Each calls the same services as the API, in the
+signed-in principal's tenant."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Response, current_app, redirect, request
+
+from automem import backlog, health
+from automem.associations import associate_one
+from automem.auth import current_tenant, principal, tenant_bound
+from automem.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from automem.history import Change, memory_history
+from automem.models import ByTagQuery, MemoryUpdate, parse, parse_uuid
+from automem.recall.engine import RecallEngine
+from automem.recall.query import RecallQuery
+from automem.recall.timeparse import TimeQueryError
+from automem.relations import PUBLIC
+from automem.tenants import Scope, looks_like_key
+from automem.ui import COOKIE, bp, digest, page, services, sessions
+
+PAGE_SIZE = 50
+MEMORY_TYPES = ("Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context")
+
+
+def _redirect(location: str) -> Response:
+    return redirect(location, code=303)  # type: ignore[return-value]
+
+
+def _who() -> Change:
+    found = principal()
+    return Change(f"key:{found.key_id}" if found.key_id else "dashboard", None)
+
+
+def _require(scope: Scope) -> None:
+    if not principal().allows(scope):
+        raise Forbidden(
+            f"your key's scope is {principal().scope}; this needs {scope}", reason="insufficient_scope"
+        )
+
+
+# --- signing in ----------------------------------------------------------------------------------
+@bp.get("/sign-in")
+def sign_in() -> str:
+    return page("sign_in.html", title="Sign in", next=_next_path(), message=request.args.get("message"))
+
+
+@bp.post("/sign-in")
+def sign_in_post() -> Response | tuple[str, int]:
+    svc = services()
+    key = request.form.get("api_key", "").strip()
+    admin = request.form.get("admin_token", "").strip()
+    legacy = (not key and not svc.settings.api_token) or bool(
+        key and svc.settings.api_token and hmac.compare_digest(key.encode(), svc.settings.api_token.encode())
+    )
+    known = legacy or (looks_like_key(key) and svc.keys is not None and svc.keys.resolve(key) is not None)
+    configured = str(svc.settings.admin_token or "")
+    admin_ok = not admin or (bool(configured) and hmac.compare_digest(admin.encode(), configured.encode()))
+    if not known or not admin_ok:
+        error = Unauthorized("that key (or admin token) is not valid, or was revoked or has expired")
+        return page("sign_in.html", title="Sign in", next=_next_path(), error=error), 401
+    session_id, _ = sessions().open(digest(key) if key else "", digest(admin) if admin else "", legacy)
+    response = _redirect(_next_path())
+    response.set_cookie(
+        COOKIE,
+        session_id,
+        max_age=svc.settings.ui_idle_minutes * 60 * 24,
+        path="/ui",
+        httponly=True,
+        samesite="Strict",
+        secure=request.is_secure,
+    )
+    return response
+
+
+def _next_path() -> str:
+    """Where to go after signing in: a path of the dashboard only (never another site)."""
+    wanted = request.values.get("next", "/ui/")
+    return wanted if wanted.startswith("/ui/") and not wanted.startswith("//") else "/ui/"
+
+
+@bp.post("/sign-out")
+def sign_out() -> Response:
+    sessions().close(request.cookies.get(COOKIE, ""))
+    response = _redirect("/ui/sign-in")
+    response.delete_cookie(COOKIE, path="/ui")
+    return response
+
+
+# --- overview and tags -------------------------------------------------------------------------------
+@bp.get("/")
+def overview() -> str:
+    svc = services()
+    tags = svc.memories.tag_tree(None, current_tenant())
+    return page("overview.html", title="Overview", tags=tags["flat"][:30], health=_health_summary())
+
+
+def _health_summary() -> dict[str, Any]:
+    body, _ = health.health_report(services())
+    return body
+
+
+@bp.get("/tags")
+def tags() -> str:
+    svc = services()
+    prefix = request.args.get("prefix", "").strip() or None
+    mode = request.args.get("mode", "any")
+    match = request.args.get("match", "prefix")
+    offset = max(0, _int(request.args.get("offset") or "0"))
+    tree = svc.memories.tag_tree(prefix, current_tenant())
+    listing = None
+    if prefix:
+        query = parse(
+            ByTagQuery,
+            {"tags": prefix, "tag_mode": mode, "tag_match": match, "limit": PAGE_SIZE, "offset": offset},
+            svc.settings,
+        )
+        listing = svc.memories.by_tag(query, current_tenant())
+    return page(
+        "tags.html",
+        title=f"Tags: {prefix}" if prefix else "Tags",
+        prefix=prefix,
+        mode=mode,
+        match=match,
+        offset=offset,
+        page_size=PAGE_SIZE,
+        children=_children(tree["flat"], prefix),
+        listing=listing,
+    )
+
+
+def _children(flat: list[dict[str, Any]], prefix: str | None) -> list[dict[str, Any]]:
+    """The tags one segment below `prefix` (or the top level), with their counts."""
+    depth = 0 if not prefix else prefix.count(":") + 1
+    return [
+        t for t in flat if t["tag"].count(":") == depth and (not prefix or t["tag"].startswith(prefix + ":"))
+    ]
+
+
+# --- memories ----------------------------------------------------------------------------------------
+def _engine() -> RecallEngine:
+    found: RecallEngine = current_app.extensions["automem.recall"]
+    return found
+
+
+@bp.get("/memories")
+def memories() -> str:
+    args = request.args
+    data: dict[str, Any] = {
+        "limit": PAGE_SIZE,
+        "sort": args.get("sort", "time_desc"),
+        "expand_relations": False,
+    }
+    data["expand_entities"] = False
+    if args.get("type") in MEMORY_TYPES:
+        data["types"] = [args["type"]]
+    for name in ("start", "end"):
+        if args.get(name):
+            data[name] = args[name]
+    if args.get("state") == "history":
+        data["state_mode"] = "history"
+    body = _recall(data)
+    return page("memories.html", title="Memories", results=body["results"], args=args, types=MEMORY_TYPES)
+
+
+def _recall(data: dict[str, Any]) -> dict[str, Any]:
+    query = parse(RecallQuery, data, services().settings)
+    try:
+        return _engine().recall(query, current_tenant())
+    except TimeQueryError as exc:
+        raise InvalidInput(str(exc), field=exc.field) from exc
+
+
+@bp.get("/memory/<memory_id>")
+def memory(memory_id: str) -> str:
+    return _memory_page(parse_uuid(memory_id, "id"))
+
+
+def _memory_page(memory_id: str, conflict: str | None = None, status_message: str | None = None) -> str:
+    svc = services()
+    tenant = current_tenant()
+    history = memory_history(svc.graph, memory_id, 50, None, tenant)  # 404 unless the tenant's
+    try:
+        shown: dict[str, Any] | None = svc.memories.get(memory_id, tenant)
+    except NotFound:  # deleted: shown from its history, with Recover
+        shown = None
+    related = svc.memories.related(memory_id, list(PUBLIC), 1, 50, tenant) if shown else []
+    return page(
+        "memory.html",
+        title="Memory",
+        memory_id=memory_id,
+        memory=shown,
+        deleted=shown is None,
+        metadata=json.dumps(shown["metadata"], indent=2, ensure_ascii=False) if shown else "",
+        related=related,
+        history=history,
+        conflict=conflict,
+        message=status_message,
+        types=MEMORY_TYPES,
+    )
+
+
+@bp.post("/memory/<memory_id>/edit")
+def edit(memory_id: str) -> str | Response:
+    _require(Scope.WRITE)
+    memory_id = parse_uuid(memory_id, "id")
+    form = request.form
+    body: dict[str, Any] = {
+        "content": form.get("content", ""),
+        "if_version": _int(form.get("version")),
+    }
+    body["tags"] = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
+    if form.get("importance"):
+        body["importance"] = float(form["importance"])
+    if form.get("type") in MEMORY_TYPES:
+        body["type"] = form["type"]
+    svc = services()
+    update = parse(MemoryUpdate, body, svc.settings)
+    try:
+        svc.memories.update(memory_id, update, _who(), current_tenant())
+    except Conflict as exc:
+        if exc.reason != "version_conflict":
+            raise
+        message = "This memory changed since you opened it. Here it is as it is now; your edit was not saved."
+        return _memory_page(memory_id, conflict=message)
+    return _redirect(f"/ui/memory/{memory_id}?saved=1")
+
+
+def _int(raw: str | None) -> int:
+    try:
+        return int(raw or "")
+    except ValueError as exc:
+        raise InvalidInput("a number was expected; reload the page", field="version") from exc
+
+
+@bp.post("/memory/<memory_id>/delete")
+def delete(memory_id: str) -> Response:
+    _require(Scope.WRITE)
+    memory_id = parse_uuid(memory_id, "id")
+    services().memories.delete(memory_id, None, _who(), current_tenant())
+    return _redirect(f"/ui/memory/{memory_id}")
+
+
+@bp.post("/memory/<memory_id>/recover")
+def recover(memory_id: str) -> Response:
+    _require(Scope.WRITE)
+    memory_id = parse_uuid(memory_id, "id")
+    services().memories.recover(memory_id, _who(), current_tenant())
+    return _redirect(f"/ui/memory/{memory_id}")
+
+
+@bp.post("/memory/<memory_id>/associate")
+def associate(memory_id: str) -> Response:
+    _require(Scope.WRITE)
+    memory_id = parse_uuid(memory_id, "id")
+    body = {
+        "memory1_id": memory_id,
+        "memory2_id": request.form.get("other", "").strip(),
+        "type": request.form.get("type", "RELATES_TO"),
+    }
+    svc = services()
+    associate_one(svc.graph, body, svc.events, current_tenant())
+    return _redirect(f"/ui/memory/{memory_id}")
+
+
+# --- search and operations -----------------------------------------------------------------------------
+@bp.get("/search")
+def search() -> str:
+    args = request.args
+    body = None
+    if args.get("q") or args.get("tags") or args.get("time"):
+        data: dict[str, Any] = {"query": args.get("q", ""), "limit": 20}
+        if args.get("tags"):
+            data["tags"] = [t.strip() for t in args["tags"].split(",") if t.strip()]
+        if args.get("time"):
+            data["time_query"] = args["time"]
+        if args.get("type") in MEMORY_TYPES:
+            data["types"] = [args["type"]]
+        body = _recall(data)
+    return page("search.html", title="Search", args=args, body=body, types=MEMORY_TYPES)
+
+
+@bp.get("/ops")
+def ops() -> str:
+    svc = services()
+    status = backlog.enrichment_status(svc, tenant_bound())
+    jobs = backlog.jobs_overview(svc) if principal().admin else None
+    return page("ops.html", title="Operations", health=_health_summary(), status=status, jobs=jobs)
+
+
+@bp.post("/ops/reprocess")
+def reprocess() -> Response:
+    if not (principal().admin or principal().scope is Scope.TENANT_ADMIN):
+        raise Forbidden(
+            "reprocessing needs a tenant-admin key or the admin token", reason="insufficient_scope"
+        )
+    backlog.reprocess(services(), None, every=True, failed=False, tenant=tenant_bound())
+    return _redirect("/ui/ops?" + urlencode({"queued": 1}))
