@@ -111,7 +111,7 @@ def page(template: str, **values: Any) -> str:
 
 def register(app: Any, connection: Any, idle_minutes: int) -> None:
     """Mount the dashboard on `app` with its session store."""
-    from automem.ui import pages  # noqa: F401  (its routes join `bp`)
+    from automem.ui import explore, pages  # noqa: F401  (their routes join `bp`)
 
     app.extensions["automem.ui"] = UiSessions(connection, idle_minutes * 60)
     app.register_blueprint(bp)

@@ -230,3 +230,28 @@ def test_the_page_is_usable_at_390_px(browser: Browser, live_url: str, api: Api)
         assert focused == "Skip to content"
     finally:
         context.close()
+
+
+def test_the_graph_view_draws_a_neighbourhood_and_a_click_opens_a_memory(
+    ui: Watched, api: Api, jobs: Any
+) -> None:
+    first = _store(api, "Alice Johnson leads the payments team", type="Context")
+    second = _store(api, "Alice Johnson prefers Kotlin for services", type="Preference")
+    link = {"memory1_id": first, "memory2_id": second, "type": "RELATES_TO"}
+    assert api.post("/associate", json=link).status_code == 201
+    jobs()
+    ui.sign_in()
+    ui.go(f"/ui/graph?memory={first}")
+    assert ui.page.locator("svg circle").count() >= 2
+    assert ui.page.locator("svg line").count() >= 1
+    ui.shot("graph")
+    ui.page.locator(f"a.node[href='/ui/memory/{second}']").click()
+    assert ui.page.url == f"{ui.base}/ui/memory/{second}"
+    ui.go("/ui/graph")
+    assert ui.page.locator("svg circle").count() >= 2
+    ui.go("/ui/entities")
+    ui.shot("entities")
+    ui.page.locator("table.list a", has_text="Alice Johnson").first.click()
+    assert "payments team" in ui.page.locator("main").inner_text()
+    ui.shot("entity")
+    ui.assert_nothing_ran()
