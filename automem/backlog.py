@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 
@@ -98,11 +99,11 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE, tenan
     queued, after = 0, ""
     version = 1 << 30 if force else ENRICHMENT_VERSION
     while ids := svc.graph.ids_needing_enrichment(page, after, version, retry_failed=force, tenant=tenant):
-        versions = {m.id: m.version for m in svc.graph.get_memories(ids)}
-        chunk = [i for i in ids if i in versions]
-        for start in range(0, len(chunk), ENRICH_CHUNK):
-            part = chunk[start : start + ENRICH_CHUNK]
-            if svc.jobs.enqueue_enrich(part, [versions[i] for i in part], force=force):
+        docs = svc.graph.get_memories(ids)
+        owners = {m.id: m.tenant for m in docs}
+        entries = [(m.id, m.version) for m in sorted(docs, key=lambda m: m.id)]
+        for owner, part in by_tenant(entries, owners, ENRICH_CHUNK):
+            if svc.jobs.enqueue_enrich([i for i, _ in part], [v for _, v in part], force=force, tenant=owner):
                 queued += len(part)
         after = ids[-1]
     return queued
@@ -113,15 +114,16 @@ def reenrich(svc: Services, ids: list[str], tenant: str | None = None) -> tuple[
     unknown or not active: AutoMem queues any id it is given, ids that name nothing are
     reported here instead)."""
     wellformed = [i for i in ids if is_uuid(i)]
-    versions = {
-        m.id: m.version
+    docs = {
+        m.id: m
         for m in svc.graph.get_memories(wellformed)
         if m.state == "active" and (tenant is None or m.tenant == tenant)
     }
-    known = [i for i in ids if i in versions]
-    if known:
-        svc.jobs.enqueue_enrich(known, [versions[i] for i in known], force=True)
-    return known, [i for i in ids if i not in versions]
+    known = [i for i in dict.fromkeys(ids) if i in docs]
+    owners = {i: docs[i].tenant for i in known}
+    for owner, part in by_tenant([(i, docs[i].version) for i in known], owners, ENRICH_CHUNK):
+        svc.jobs.enqueue_enrich([i for i, _ in part], [v for _, v in part], force=True, tenant=owner)
+    return known, [i for i in ids if i not in docs]
 
 
 def start_reembed(
@@ -338,3 +340,21 @@ def request_consolidation(svc: Services, mode: str) -> dict[str, Any]:
 def jobs_overview(svc: Services) -> dict[str, Any]:
     """GET /admin/jobs: job counts per queue and registry, and the newest failed jobs."""
     return {"queues": svc.jobs.registry_counts(), "failed_jobs": svc.jobs.failed_jobs()}
+
+
+T = TypeVar("T")
+
+
+def by_tenant(
+    entries: Sequence[tuple[str, T]], tenants: dict[str, str], size: int
+) -> Iterator[tuple[str, list[tuple[str, T]]]]:
+    """(tenant, up to `size` entries of its memories); memories gone from the graph are left
+    out (there is nothing to do for them)."""
+    groups: dict[str, list[tuple[str, T]]] = {}
+    for entry in entries:
+        tenant = tenants.get(entry[0])
+        if tenant is not None:
+            groups.setdefault(tenant, []).append(entry)
+    for tenant, group in groups.items():
+        for start in range(0, len(group), size):
+            yield tenant, group[start : start + size]

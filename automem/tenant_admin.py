@@ -86,6 +86,7 @@ def erase(svc: Services, name: str) -> dict[str, Any]:
         for key, value in svc.graph.erase_memories(name, ids).items():
             counts[key] += value
     rest = svc.graph.erase_tenant_rest(name)
+    jobs = svc.jobs.cancel_tenant(name)
     counts["history_events"] += rest["history_events"]
     idempotency = svc.idempotency.clear(name)
     log.info("tenant %s erased: %s", name, counts)
@@ -93,7 +94,13 @@ def erase(svc: Services, name: str) -> dict[str, Any]:
         "status": "success",
         "tenant": name,
         "deleted": True,
-        "removed": {**counts, "entities": rest["entities"], "keys": keys, "idempotency_keys": idempotency},
+        "removed": {
+            **counts,
+            "entities": rest["entities"],
+            "keys": keys,
+            "idempotency_keys": idempotency,
+            "queued_jobs": jobs,
+        },
         "at": now_iso(),
     }
 

@@ -20,6 +20,7 @@ BENCHMARKS = {
     "load": "load.py",
     "api-threads": "api_threads.py",
     "aof": "aof_durability.py",
+    "dashboard": "dashboard.py",
 }
 
 
@@ -66,8 +67,8 @@ def docs_command(args: argparse.Namespace) -> int:
 def add_bench(sub: Subparsers) -> None:
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k), "
-        "api-threads, bm25, enrichment, aof (durability)",
+        help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k; --tenants), "
+        "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, screenshots)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

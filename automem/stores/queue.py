@@ -71,10 +71,17 @@ class JobQueue:
         return Retry(max=len(intervals), interval=intervals) if intervals else None
 
     def _enqueue(
-        self, queue: str, name: JobName, job_id: str, *args: object, delay: float | None = None
+        self,
+        queue: str,
+        name: JobName,
+        job_id: str,
+        *args: object,
+        delay: float | None = None,
+        tenant: str | None = None,
     ) -> bool:
         """Enqueue unless a job with this id is already waiting or running; True if enqueued.
-        With `delay` (seconds) the job waits in RQ's scheduled registry first."""
+        With `delay` (seconds) the job waits in RQ's scheduled registry first. A job of one
+        tenant's memories carries the tenant in its meta (a tenant's erasure cancels them)."""
         try:
             existing = Job.fetch(job_id, connection=self.connection)
             if existing.get_status(refresh=False) in _ACTIVE:
@@ -88,6 +95,8 @@ class JobQueue:
             "result_ttl": 3600,
             "failure_ttl": 7 * 86400,
         }
+        if tenant is not None:
+            options["meta"] = {"tenant": tenant}
         if delay:
             self.queues[queue].enqueue_in(timedelta(seconds=delay), name.value, *args, **options)
         else:
@@ -114,6 +123,7 @@ class JobQueue:
         content_hashes: Sequence[str],
         force: bool = False,
         run: str | None = None,
+        tenant: str | None = None,
     ) -> bool:
         """Embed these memories' current contents (`force`: even where a vector of the current
         model exists, for a full re-embedding). `run` names the re-embedding run the job belongs
@@ -121,7 +131,7 @@ class JobQueue:
         digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
         job_id = f"{'reembed' if force else 'embed'}-{digest}"
         args: tuple[object, ...] = (list(memory_ids), force) + ((run,) if run else ())
-        return self._enqueue("embed", JobName.EMBED, job_id, *args)
+        return self._enqueue("embed", JobName.EMBED, job_id, *args, tenant=tenant)
 
     def enqueue_reembed(self, every: bool, limit: int | None = None, batch_size: int | None = None) -> bool:
         """The re-embedding run (one at a time per mode)."""
@@ -129,12 +139,20 @@ class JobQueue:
         job_id = f"reembed-run-{mode}"
         return self._enqueue("maintenance", JobName.REEMBED, job_id, every, PAGE_SIZE, limit, batch_size)
 
-    def enqueue_enrich(self, memory_ids: Sequence[str], versions: Sequence[int], force: bool = False) -> bool:
+    def enqueue_enrich(
+        self,
+        memory_ids: Sequence[str],
+        versions: Sequence[int],
+        force: bool = False,
+        tenant: str | None = None,
+    ) -> bool:
         """Enrich these memories as of these versions (a newer version is a new job); `force`
         re-enriches memories that are already enriched (reprocess)."""
         digest = _digest(f"{i}:{v}" for i, v in zip(memory_ids, versions, strict=True))
         prefix = "reenrich" if force else "enrich"
-        return self._enqueue("enrich", JobName.ENRICH, f"{prefix}-{digest}", list(memory_ids), force)
+        return self._enqueue(
+            "enrich", JobName.ENRICH, f"{prefix}-{digest}", list(memory_ids), force, tenant=tenant
+        )
 
     def enqueue_reconcile(self) -> bool:
         """Queue a reconcile pass (one at a time: asking again while it waits is a no-op)."""
@@ -324,6 +342,20 @@ class JobQueue:
                     dropped += 1
         self.connection.delete(ACCESS_LOG, ACCESS_FLUSH_PENDING)
         return dropped
+
+    def cancel_tenant(self, tenant: str) -> int:
+        """Delete the waiting and scheduled jobs that carry `tenant` (its erasure); the number
+        deleted. A job already running finds its memories gone and does nothing."""
+        cancelled = 0
+        for queue in self.queues.values():
+            ids = [*queue.get_job_ids(), *queue.scheduled_job_registry.get_job_ids()]
+            for job in Job.fetch_many(ids, connection=self.connection):
+                if job is not None and (job.meta or {}).get("tenant") == tenant:
+                    queue.remove(job.id)
+                    queue.scheduled_job_registry.remove(job.id)
+                    job.delete()
+                    cancelled += 1
+        return cancelled
 
     def depths(self) -> dict[str, int]:
         """Jobs waiting per queue, plus memories waiting in the intake (`intake_embed`,

@@ -289,8 +289,19 @@ def search() -> str:
 def ops() -> str:
     svc = services()
     status = backlog.enrichment_status(svc, tenant_bound())
-    jobs = backlog.jobs_overview(svc) if principal().admin else None
-    return page("ops.html", title="Operations", health=_health_summary(), status=status, jobs=jobs)
+    admin = principal().admin
+    jobs = backlog.jobs_overview(svc) if admin else None
+    reembed = backlog.reembed_progress(svc) if admin else None
+    consolidation = svc.consolidation.status() if svc.consolidation is not None else None
+    return page(
+        "ops.html",
+        title="Operations",
+        health=_health_summary(),
+        status=status,
+        jobs=jobs,
+        reembed=reembed,
+        consolidation=consolidation,
+    )
 
 
 @bp.post("/ops/reprocess")

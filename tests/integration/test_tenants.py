@@ -314,3 +314,37 @@ def test_the_sdk_works_within_its_keys_tenant(client: FlaskClient, live_url: str
             b.get(stored.memory_id)
         assert stored.memory_id not in {r.memory.id for r in b.recall("Rust CLI", limit=10).results}
         assert stored.memory_id in {r.memory.id for r in a.recall("Rust CLI", limit=10).results}
+
+
+def test_jobs_carry_their_tenant_and_a_tenants_erasure_cancels_them(
+    client: FlaskClient, services: Services
+) -> None:
+    from rq.job import Job
+
+    from enrichment.context import use_services
+    from enrichment.intake import dispatch_intake
+
+    create_tenant(client, "busy")
+    busy, other = keyed(client, "busy"), keyed(client, "default")
+    for n in range(3):
+        store(busy, f"Busy tenant memory {n}")
+    store(other, "Default tenant memory")
+    use_services(services)
+    dispatch_intake()  # the intake becomes embed and enrich jobs, one tenant per job
+    waiting = [
+        Job.fetch(i, connection=services.queue_redis)
+        for name in ("embed", "enrich")
+        for i in services.jobs.queues[name].get_job_ids()
+    ]
+    named = [(job.func_name.rsplit(".", 1)[-1], job.meta.get("tenant")) for job in waiting]
+    tenants = sorted(n for n in named if n[0] in ("embed_memories", "enrich_memories"))
+    assert ("embed_memories", "busy") in tenants and ("enrich_memories", "default") in tenants
+    assert all(t in ("busy", "default") for _, t in tenants)
+    receipt = client.delete("/admin/tenants/busy", headers=ADMIN_ONLY).get_json()
+    assert receipt["removed"]["queued_jobs"] == sum(1 for _, t in tenants if t == "busy")
+    left = [
+        Job.fetch(i, connection=services.queue_redis)
+        for name in ("embed", "enrich")
+        for i in services.jobs.queues[name].get_job_ids()
+    ]
+    assert {j.meta.get("tenant") for j in left if j.func_name.endswith("_memories")} == {"default"}
