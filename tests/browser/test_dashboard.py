@@ -38,8 +38,10 @@ def _chromium() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Module-scoped: Playwright's sync API runs an event loop in this thread until it stops,
+    which later tests calling asyncio.run() (the MCP server, the async SDK) cannot share."""
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=_chromium(), headless=True, args=["--no-sandbox"]
