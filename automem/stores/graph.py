@@ -1099,8 +1099,12 @@ class GraphStore(
     ) -> list[tuple[MemoryRecord, int]]:
         """(memory, hops) of the distinct memories of `tenant` within `depth` hops over the given
         edge types, importance first."""
+        # `WITH m` first: in one pattern FalkorDB's planner starts from a label scan of `o`
+        # (every memory: ~270 ms at 100k) instead of the id index.
         cypher = f"""
-        MATCH p = (m:Memory {{id: $id, tenant: $tenant}})-[*1..{int(depth)}]-(o:Memory)
+        MATCH (m:Memory {{id: $id}}) WHERE m.tenant = $tenant
+        WITH m
+        MATCH p = (m)-[*1..{int(depth)}]-(o:Memory)
         WHERE o.id <> $id AND o.tenant = $tenant AND o.state <> 'deleted'
           AND all(r IN relationships(p) WHERE type(r) IN $types)
         WITH o, min(length(p)) AS hops

@@ -42,6 +42,7 @@ def graph() -> str:
         width=WIDTH,
         height=HEIGHT,
         memory_id=memory_id,
+        depth=request.args.get("depth", "1"),
         legend=_legend(nodes, found["edges"]),
         stats=found.get("stats"),
     )

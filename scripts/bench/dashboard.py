@@ -64,11 +64,11 @@ def fill(api: Any, size: int, enrich: bool, services: Any) -> dict[str, Any]:
         run_burst(services)
         log("enrichment done")
     corpus = Corpus()
-    for start in range(stored, size, 1000):
-        batch = [corpus.memory(n) for n in range(start, min(size, start + 1000))]
+    for start in range(stored, size, 200):  # 200 memories with vectors fit the body limit
+        batch = [corpus.memory(n) for n in range(start, min(size, start + 200))]
         response = api.post("/memory/batch", json={"memories": batch}, headers=_auth())
         assert response.status_code == 201, response.get_json()
-        if (start // 1000) % 10 == 0:
+        if start % 10_000 < 200:
             log(f"  {start + len(batch)} memories")
     return {
         "locomo_turns": stored,
