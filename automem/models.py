@@ -503,6 +503,9 @@ class SyncBody(_Body):
     batch_size: int | None = Field(default=None, description="accepted for AutoMem clients; not needed")
 
 
+MAX_REEMBED_LIMIT = 1_000_000_000
+
+
 class ReembedBody(_Body):
     """POST /admin/reembed: `missing` (default) re-embeds memories lacking a current vector of
     the configured model, `all` re-embeds every memory. AutoMem's fields: `force` (re-embed every
@@ -519,6 +522,14 @@ class ReembedBody(_Body):
     def _batch(cls, value: Any) -> Any:
         # AutoMem clamps its batch size to 100 rather than refusing a larger one.
         return None if value is None else clamp_int(value, 1, 100, 32)
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _limit(cls, value: Any) -> Any:
+        # Any larger limit means "every memory"; one beyond 64 bits could not even be echoed back.
+        if isinstance(value, int) and not isinstance(value, bool) and value > MAX_REEMBED_LIMIT:
+            return MAX_REEMBED_LIMIT
+        return value
 
     @property
     def every(self) -> bool:
