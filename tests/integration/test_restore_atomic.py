@@ -68,7 +68,8 @@ def _memory_without_id(records: Records) -> None:
 def _orphan_nan_vector(records: Records) -> None:
     point = copy.deepcopy(_first(records, "vector"))
     point["id"] = "4f1c2a8e-0000-4000-8000-000000000000"
-    point["vector"] = [float("nan")] * len(point["vector"])
+    # The archive's dimension, not the first point's: a point may hold no vector yet.
+    point["vector"] = [float("nan")] * int(records[0]["embedding"]["dimension"])
     records.insert(records.index(_first(records, "vector")), point)
 
 
