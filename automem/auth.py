@@ -11,7 +11,6 @@ A key whose scope is too small for the route is a 403 `insufficient_scope`.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import logging
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from flask import current_app, g, request
 from automem.errors import ConfigurationError, Forbidden, Unauthorized
 from automem.record import DEFAULT_TENANT
 from automem.settings import Settings, host_is_loopback
-from automem.tenants import LEGACY, KeyRing, Principal, Scope, looks_like_key
+from automem.tenants import LEGACY, KeyRing, Principal, Scope, digest, looks_like_key
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +66,22 @@ def presented_admin_token(settings: Settings) -> str | None:
 def is_admin_token(settings: Settings, token_digest: str) -> bool:
     """Whether `token_digest` is the SHA-256 of the configured admin token (a dashboard session
     keeps the digest, so rotating the token ends its admin rights)."""
-    if not settings.admin_token:
-        return False
-    expected = hashlib.sha256(str(settings.admin_token).encode()).hexdigest()
-    return hmac.compare_digest(token_digest.encode(), expected.encode())
+    return bool(settings.admin_token) and _matches(token_digest, digest(str(settings.admin_token)))
+
+
+def is_admin_secret(settings: Settings, given: str | None) -> bool:
+    return bool(settings.admin_token) and _matches(given, str(settings.admin_token))
 
 
 def is_admin(settings: Settings) -> bool:
-    return bool(settings.admin_token) and _matches(presented_admin_token(settings), str(settings.admin_token))
+    return is_admin_secret(settings, presented_admin_token(settings))
+
+
+def principal_of(settings: Settings, keys: KeyRing | None, token: str) -> Principal | None:
+    """Whom a presented API key stands for: the legacy token, a live minted key, or None."""
+    if settings.api_token and _matches(token, settings.api_token):
+        return LEGACY
+    return keys.resolve(token) if keys is not None and looks_like_key(token) else None
 
 
 def is_public(path: str, settings: Settings | None = None) -> bool:
@@ -107,9 +114,7 @@ def authenticate(settings: Settings, keys: KeyRing | None) -> None:
 def _principal(settings: Settings, keys: KeyRing | None) -> Principal:
     token = presented_token(settings)
     if token:
-        if settings.api_token and _matches(token, settings.api_token):
-            return LEGACY
-        found = keys.resolve(token) if keys is not None and looks_like_key(token) else None
+        found = principal_of(settings, keys, token)
         if found is None:
             raise Unauthorized(
                 "invalid, revoked or expired API key (send X-API-Key or Authorization: Bearer)"

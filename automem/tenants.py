@@ -18,6 +18,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -79,10 +80,33 @@ def looks_like_key(token: str) -> bool:
     return token.startswith(KEY_PREFIX)
 
 
-@dataclass(frozen=True)
-class _Cached:
-    record: dict[str, Any] | None
-    at: float
+class _Recent:
+    """Records read from the access store, each trusted for KEY_CACHE_SECONDS (a key's
+    revocation or a tenant's new limits reach every process within that time)."""
+
+    MAX_ENTRIES = 10_000  # unknown keys sprayed at the API must not grow it forever
+
+    def __init__(self, read: Callable[[str], dict[str, Any] | None]) -> None:
+        self._read = read
+        self._entries: dict[str, tuple[float, dict[str, Any] | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(name)
+        if entry is not None and now - entry[0] < KEY_CACHE_SECONDS:
+            return entry[1]
+        record = self._read(name)
+        with self._lock:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[name] = (now, record)
+        return record
+
+    def forget(self) -> None:
+        with self._lock:
+            self._entries.clear()
 
 
 class KeyRing:
@@ -90,8 +114,7 @@ class KeyRing:
 
     def __init__(self, store: AccessStore) -> None:
         self.store = store
-        self._cache: dict[str, _Cached] = {}
-        self._lock = threading.Lock()
+        self._recent = _Recent(store.key_by_digest)
 
     # --- resolving a presented key ------------------------------------------------------------
     def resolve(self, secret: str) -> Principal | None:
@@ -100,26 +123,13 @@ class KeyRing:
 
     def resolve_digest(self, key_digest: str) -> Principal | None:
         """As `resolve`, from the key's digest (what a dashboard session keeps)."""
-        record = self._record(key_digest)
+        record = self._recent.get(key_digest)
         if record is None or record.get("revoked_at"):
             return None
         expires = record.get("expires_at")
         if expires and parse_iso(expires).timestamp() <= time.time():
             return None
         return Principal(str(record["tenant"]), Scope(record["scope"]), str(record["id"]))
-
-    def _record(self, key_digest: str) -> dict[str, Any] | None:
-        now = time.monotonic()
-        with self._lock:
-            cached = self._cache.get(key_digest)
-        if cached is not None and now - cached.at < KEY_CACHE_SECONDS:
-            return cached.record
-        record = self.store.key_by_digest(key_digest)
-        with self._lock:
-            if len(self._cache) > 10_000:  # unknown keys sprayed at the API must not grow it forever
-                self._cache.clear()
-            self._cache[key_digest] = _Cached(record, now)
-        return record
 
     # --- the admin's side ---------------------------------------------------------------------
     def mint(self, tenant: str, scope: Scope, name: str | None, expires_at: str | None) -> dict[str, Any]:
@@ -148,8 +158,7 @@ class KeyRing:
         return public_key(record)
 
     def forget(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._recent.forget()
 
     def listing(self, tenant: str | None) -> list[dict[str, Any]]:
         return [public_key(r) for r in self.store.list_keys(tenant)]
@@ -177,21 +186,12 @@ class TenantBook:
 
     def __init__(self, store: AccessStore) -> None:
         self.store = store
-        self._cache: dict[str, _Cached] = {}
-        self._lock = threading.Lock()
+        self._recent = _Recent(store.get_tenant)
 
     def limits(self, tenant: str) -> dict[str, int]:
         """The tenant's limits that are set (none: unlimited)."""
-        now = time.monotonic()
-        with self._lock:
-            cached = self._cache.get(tenant)
-        if cached is None or now - cached.at >= KEY_CACHE_SECONDS:
-            cached = _Cached(self.store.get_tenant(tenant), now)
-            with self._lock:
-                self._cache[tenant] = cached
-        record = cached.record or {}
+        record = self._recent.get(tenant) or {}
         return {f: int(record[f]) for f in LIMIT_FIELDS if record.get(f) is not None}
 
     def forget(self) -> None:
-        with self._lock:
-            self._cache.clear()
+        self._recent.forget()

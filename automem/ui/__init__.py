@@ -9,15 +9,16 @@ scope), through the same services. Forms carry the session's CSRF token.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from flask import Blueprint, Response, current_app, g, redirect, render_template, request
 
-from automem.auth import is_admin_token
-from automem.errors import AutomemError, InvalidInput
+from automem.auth import is_admin_token, principal
+from automem.errors import AutomemError, Forbidden, InvalidInput
+from automem.history import Change
 from automem.services import Services
 from automem.tenants import LEGACY, Principal, Scope
 from automem.ui_sessions import UiSession, UiSessions
@@ -40,10 +41,6 @@ def services() -> Services:
 def sessions() -> UiSessions:
     found: UiSessions = current_app.extensions["automem.ui"]
     return found
-
-
-def digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 @bp.before_request
@@ -75,7 +72,7 @@ def _principal(session: UiSession) -> Principal | None:
     else:
         principal = None
     if principal is not None and session.admin_digest and is_admin_token(svc.settings, session.admin_digest):
-        principal = Principal(principal.tenant, principal.scope, principal.key_id, admin=True)
+        principal = replace(principal, admin=True)
     return principal
 
 
@@ -95,6 +92,20 @@ def _error(exc: AutomemError) -> tuple[str, int]:
     return page("error.html", title=f"Error {exc.status}", error=exc), exc.status
 
 
+def require(scope: Scope) -> None:
+    """403 unless the signed-in key's scope (or the admin token) allows `scope`."""
+    found = principal()
+    if not found.allows(scope):
+        message = f"your key's scope is {found.scope}; this needs {scope} (or the admin token)"
+        raise Forbidden(message, reason="insufficient_scope")
+
+
+def who() -> Change:
+    """Whom the history records for a change made in the dashboard (the key's id, never the key)."""
+    found: Principal | None = g.get("principal")
+    return Change(f"key:{found.key_id}" if found and found.key_id else "dashboard", None)
+
+
 def page(template: str, **values: Any) -> str:
     """A page with what every page shows: who is signed in, and the form token."""
     principal: Principal | None = g.get("principal")
@@ -104,7 +115,7 @@ def page(template: str, **values: Any) -> str:
         principal=principal,
         csrf=session.csrf if session else "",
         can_write=bool(principal and principal.allows(Scope.WRITE)),
-        can_admin=bool(principal and (principal.admin or principal.scope is Scope.TENANT_ADMIN)),
+        can_admin=bool(principal and principal.allows(Scope.TENANT_ADMIN)),
         **values,
     )
 

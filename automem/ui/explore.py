@@ -8,12 +8,10 @@ from typing import Any
 from flask import Response, redirect, request
 
 from automem import entities, graphview
-from automem.auth import current_tenant, principal
-from automem.errors import Forbidden
-from automem.history import Change
+from automem.auth import current_tenant
 from automem.models import parse, parse_uuid
 from automem.tenants import Scope
-from automem.ui import bp, page, services
+from automem.ui import bp, page, require, services, who
 from automem.ui.graphsvg import HEIGHT, WIDTH, layout
 
 
@@ -81,16 +79,11 @@ def entity(slug: str) -> str:
 
 @bp.post("/entity/<slug>/merge")
 def merge(slug: str) -> Response:
-    who = principal()
-    if not (who.admin or who.scope is Scope.TENANT_ADMIN):
-        raise Forbidden(
-            "merging entities needs a tenant-admin key or the admin token", reason="insufficient_scope"
-        )
+    require(Scope.TENANT_ADMIN)
     svc = services()
     body = parse(
         entities.EntityMergeBody, {"merge_into": request.form.get("merge_into", "").strip()}, svc.settings
     )
-    actor = f"key:{who.key_id}" if who.key_id else "dashboard"
-    result = entities.merge(svc, current_tenant(), slug, body, Change(actor, None))
+    result = entities.merge(svc, current_tenant(), slug, body, who())
     survivor = result["entity"]["slug"]
     return redirect(f"/ui/entity/{survivor}", code=303)  # type: ignore[return-value]

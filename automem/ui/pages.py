@@ -4,7 +4,6 @@ signed-in principal's tenant."""
 
 from __future__ import annotations
 
-import hmac
 import json
 from typing import Any
 from urllib.parse import urlencode
@@ -13,16 +12,16 @@ from flask import Response, current_app, redirect, request
 
 from automem import backlog, health
 from automem.associations import associate_one
-from automem.auth import current_tenant, principal, tenant_bound
-from automem.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from automem.history import Change, memory_history
+from automem.auth import current_tenant, is_admin_secret, principal, principal_of, tenant_bound
+from automem.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from automem.history import memory_history
 from automem.models import ByTagQuery, MemoryUpdate, parse, parse_uuid
 from automem.recall.engine import RecallEngine
 from automem.recall.query import RecallQuery
 from automem.recall.timeparse import TimeQueryError
 from automem.relations import PUBLIC
-from automem.tenants import Scope, looks_like_key
-from automem.ui import COOKIE, bp, digest, page, services, sessions
+from automem.tenants import LEGACY, Principal, Scope, digest
+from automem.ui import COOKIE, bp, page, require, services, sessions, who
 
 PAGE_SIZE = 50
 MEMORY_TYPES = ("Decision", "Pattern", "Preference", "Style", "Habit", "Insight", "Context")
@@ -30,18 +29,6 @@ MEMORY_TYPES = ("Decision", "Pattern", "Preference", "Style", "Habit", "Insight"
 
 def _redirect(location: str) -> Response:
     return redirect(location, code=303)  # type: ignore[return-value]
-
-
-def _who() -> Change:
-    found = principal()
-    return Change(f"key:{found.key_id}" if found.key_id else "dashboard", None)
-
-
-def _require(scope: Scope) -> None:
-    if not principal().allows(scope):
-        raise Forbidden(
-            f"your key's scope is {principal().scope}; this needs {scope}", reason="insufficient_scope"
-        )
 
 
 # --- signing in ----------------------------------------------------------------------------------
@@ -55,15 +42,12 @@ def sign_in_post() -> Response | tuple[str, int]:
     svc = services()
     key = request.form.get("api_key", "").strip()
     admin = request.form.get("admin_token", "").strip()
-    legacy = (not key and not svc.settings.api_token) or bool(
-        key and svc.settings.api_token and hmac.compare_digest(key.encode(), svc.settings.api_token.encode())
-    )
-    known = legacy or (looks_like_key(key) and svc.keys is not None and svc.keys.resolve(key) is not None)
-    configured = str(svc.settings.admin_token or "")
-    admin_ok = not admin or (bool(configured) and hmac.compare_digest(admin.encode(), configured.encode()))
-    if not known or not admin_ok:
+    found = _principal_of(key)
+    admin_ok = not admin or is_admin_secret(svc.settings, admin)
+    if found is None or not admin_ok:
         error = Unauthorized("that key (or admin token) is not valid, or was revoked or has expired")
         return page("sign_in.html", title="Sign in", next=_next_path(), error=error), 401
+    legacy = found is LEGACY
     session_id, _ = sessions().open(digest(key) if key else "", digest(admin) if admin else "", legacy)
     response = _redirect(_next_path())
     response.set_cookie(
@@ -76,6 +60,13 @@ def sign_in_post() -> Response | tuple[str, int]:
         secure=request.is_secure,
     )
     return response
+
+
+def _principal_of(key: str) -> Principal | None:
+    svc = services()
+    if not key:  # no key is needed only on a stack without AUTOMEM_API_TOKEN (loopback only)
+        return None if svc.settings.api_token else LEGACY
+    return principal_of(svc.settings, svc.keys, key)
 
 
 def _next_path() -> str:
@@ -207,7 +198,7 @@ def _memory_page(memory_id: str, conflict: str | None = None, status_message: st
 
 @bp.post("/memory/<memory_id>/edit")
 def edit(memory_id: str) -> str | Response:
-    _require(Scope.WRITE)
+    require(Scope.WRITE)
     memory_id = parse_uuid(memory_id, "id")
     form = request.form
     body: dict[str, Any] = {
@@ -222,7 +213,7 @@ def edit(memory_id: str) -> str | Response:
     svc = services()
     update = parse(MemoryUpdate, body, svc.settings)
     try:
-        svc.memories.update(memory_id, update, _who(), current_tenant())
+        svc.memories.update(memory_id, update, who(), current_tenant())
     except Conflict as exc:
         if exc.reason != "version_conflict":
             raise
@@ -240,23 +231,23 @@ def _int(raw: str | None) -> int:
 
 @bp.post("/memory/<memory_id>/delete")
 def delete(memory_id: str) -> Response:
-    _require(Scope.WRITE)
+    require(Scope.WRITE)
     memory_id = parse_uuid(memory_id, "id")
-    services().memories.delete(memory_id, None, _who(), current_tenant())
+    services().memories.delete(memory_id, None, who(), current_tenant())
     return _redirect(f"/ui/memory/{memory_id}")
 
 
 @bp.post("/memory/<memory_id>/recover")
 def recover(memory_id: str) -> Response:
-    _require(Scope.WRITE)
+    require(Scope.WRITE)
     memory_id = parse_uuid(memory_id, "id")
-    services().memories.recover(memory_id, _who(), current_tenant())
+    services().memories.recover(memory_id, who(), current_tenant())
     return _redirect(f"/ui/memory/{memory_id}")
 
 
 @bp.post("/memory/<memory_id>/associate")
 def associate(memory_id: str) -> Response:
-    _require(Scope.WRITE)
+    require(Scope.WRITE)
     memory_id = parse_uuid(memory_id, "id")
     body = {
         "memory1_id": memory_id,
@@ -306,9 +297,6 @@ def ops() -> str:
 
 @bp.post("/ops/reprocess")
 def reprocess() -> Response:
-    if not (principal().admin or principal().scope is Scope.TENANT_ADMIN):
-        raise Forbidden(
-            "reprocessing needs a tenant-admin key or the admin token", reason="insufficient_scope"
-        )
+    require(Scope.TENANT_ADMIN)
     backlog.reprocess(services(), None, every=True, failed=False, tenant=tenant_bound())
     return _redirect("/ui/ops?" + urlencode({"queued": 1}))
