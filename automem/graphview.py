@@ -288,16 +288,10 @@ def _walk(
 
 
 def _neighbour(doc: MemoryRecord) -> dict[str, Any]:
-    return {
-        "id": doc.id,
-        "content": doc.content,
-        "type": doc.type,
-        "importance": doc.importance,
-        "confidence": doc.confidence,
-        "tags": doc.tags,
-        "timestamp": doc.timestamp,
-        **visual(doc.importance, doc.confidence, doc.type),
-    }
+    """A neighbour as AutoMem lists it: a snapshot node without `updated_at` and `metadata`."""
+    node = graph_node(doc)
+    del node["updated_at"], node["metadata"]
+    return node
 
 
 def _semantic(

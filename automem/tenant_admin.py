@@ -78,16 +78,8 @@ def erase(svc: Services, name: str) -> dict[str, Any]:
     if svc.keys is not None and svc.tenants is not None:
         svc.keys.forget()
         svc.tenants.forget()
-    counts = {"memories": 0, "edges": 0, "history_events": 0, "vectors": 0}
-    while ids := svc.graph.tenant_ids_page(name, ERASE_PAGE):
-        if svc.vectors is not None:
-            counts["vectors"] += len(svc.vectors.retrieve(ids))
-            svc.vectors.delete(ids)
-        for key, value in svc.graph.erase_memories(name, ids).items():
-            counts[key] += value
-    rest = svc.graph.erase_tenant_rest(name)
+    counts = erase_data(svc, name)
     jobs = svc.jobs.cancel_tenant(name)
-    counts["history_events"] += rest["history_events"]
     idempotency = svc.idempotency.clear(name)
     log.info("tenant %s erased: %s", name, counts)
     return {
@@ -96,13 +88,28 @@ def erase(svc: Services, name: str) -> dict[str, Any]:
         "deleted": True,
         "removed": {
             **counts,
-            "entities": rest["entities"],
             "keys": keys,
             "idempotency_keys": idempotency,
             "queued_jobs": jobs,
         },
         "at": now_iso(),
     }
+
+
+def erase_data(svc: Services, tenant: str, vectors: bool = True) -> dict[str, int]:
+    """Delete every memory of `tenant` (node, edges, history and, with `vectors`, its point),
+    then its entities and remaining history events; the counts removed. (A restore's staging
+    tenant has no points, and its marked ids are not point ids.)"""
+    counts = {"memories": 0, "edges": 0, "history_events": 0, "vectors": 0}
+    while ids := svc.graph.tenant_ids_page(tenant, ERASE_PAGE):
+        if vectors and svc.vectors is not None:
+            counts["vectors"] += len(svc.vectors.retrieve(ids))
+            svc.vectors.delete(ids)
+        for key, value in svc.graph.erase_memories(tenant, ids).items():
+            counts[key] += value
+    rest = svc.graph.erase_tenant_rest(tenant)
+    counts["history_events"] += rest["history_events"]
+    return {**counts, "entities": rest["entities"]}
 
 
 def check_write(svc: Services, tenant: str, memories: int, content_chars: int) -> None:

@@ -29,6 +29,7 @@ from automem.backup import ArchiveCheck, checked_records
 from automem.errors import Conflict, Forbidden
 from automem.restore import ArchiveWriter, require_compatible, restore_lock, spooled, tee
 from automem.stores.graph_lifecycle import NODE_KEYS
+from automem.tenant_admin import erase_data
 
 if TYPE_CHECKING:
     from automem.services import Services
@@ -58,13 +59,13 @@ def restore_into_tenant(
         require_compatible(svc, check)
         _require_importable(svc, tenant, mode, check)
         staging = staging_tenant(tenant)
-        _erase(svc, staging)  # what an interrupted import left
+        erase_data(svc, staging, vectors=False)  # what an interrupted import left
         try:
             writer = _stage(svc, spool, check, tenant, staging)
             old_ids = _ids_of(svc, tenant)
             replaced = svc.graph.commit_staged_tenant(staging, tenant, MARK)
         except BaseException:
-            _erase(svc, staging)
+            erase_data(svc, staging, vectors=False)
             raise
         _refresh_vectors(svc, old_ids, sorted(check.memory_ids))
         svc.idempotency.clear(tenant)
@@ -166,12 +167,6 @@ def _ids_of(svc: Services, tenant: str) -> list[str]:
         ids += page
         after = page[-1]
     return ids
-
-
-def _erase(svc: Services, tenant: str) -> None:
-    while ids := svc.graph.tenant_ids_page(tenant, PAGE):
-        svc.graph.erase_memories(tenant, ids)
-    svc.graph.erase_tenant_rest(tenant)
 
 
 def _refresh_vectors(svc: Services, old_ids: list[str], new_ids: list[str]) -> None:
