@@ -188,10 +188,13 @@ def reembed_progress(svc: Services) -> dict[str, Any]:
     }
 
 
-def enrichment_status(svc: Services, tenant: str | None = None) -> dict[str, Any]:
+def enrichment_status(
+    svc: Services, tenant: str | None = None, counts: dict[str, int] | None = None
+) -> dict[str, Any]:
     """GET /enrichment/status: per-queue job counts, the intake, memories awaiting enrichment,
     the enrichment job's counters and last error, and the LLM's breaker and counters. With
-    `tenant` (any key but the admin's), memory ids of other tenants are left out."""
+    `tenant` (any key but the admin's), memory ids of other tenants are left out. `counts`: the
+    graph's counts when the caller has just read them (a scan of every memory)."""
     try:
         queues = svc.jobs.registry_counts()
         intake = svc.jobs.intake_depths()
@@ -202,7 +205,7 @@ def enrichment_status(svc: Services, tenant: str | None = None) -> dict[str, Any
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
     enrich = queues["enrich"]
-    counts = svc.graph.counts()
+    counts = counts or svc.graph.counts()
     pending = counts["enrichment_pending"]
     enriched, failures = int(stats.get("enriched", 0)), int(stats.get("failures", 0))
     return {

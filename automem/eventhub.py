@@ -30,6 +30,7 @@ from typing import Any
 
 import orjson
 import redis
+from flask import Response, current_app
 
 from automem.errors import ServiceUnavailable
 from automem.events import CHANNEL, EventType, envelope
@@ -342,3 +343,28 @@ def _decoded(raw: Any) -> dict[str, Any] | None:
     event.setdefault("id", uuid.uuid4().hex)
     event["id"] = str(event["id"]).replace("\n", " ").replace("\r", " ")
     return event
+
+
+def current_hub() -> EventHub:
+    """The app's hub (made by the app factory)."""
+    hub: EventHub = current_app.extensions["automem.events"]
+    return hub
+
+
+def event_stream(hub: EventHub, tenant: str) -> Response:
+    """A `text/event-stream` response of `tenant`'s events (GET /stream, the dashboard's feed);
+    503 when the process serves as many streams as it may."""
+    subscription = hub.open(tenant)
+    limits = hub.limits
+    try:
+        body = subscription.frames(limits.keepalive_seconds, limits.max_seconds)
+        response = Response(body, mimetype="text/event-stream")
+        response.headers["Cache-Control"] = "no-cache"
+        response.headers["X-Accel-Buffering"] = "no"  # nginx: pass each event on at once
+        # The server closes the response when the client leaves, the stream times out or the
+        # process stops; the slot is freed then, whether or not the body ever started.
+        response.call_on_close(subscription.close)
+    except Exception:
+        subscription.close()
+        raise
+    return response

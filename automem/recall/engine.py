@@ -68,9 +68,11 @@ class RecallEngine:
         """One recall; with AutoMem's `queries`, one per query, merged by each memory's best score."""
         if not q.queries:
             return self._recall_one(q, tenant)
-        size = q.per_query_limit or q.limit
+        size = (q.per_query_limit or q.limit) + q.offset
         answers = [
-            self._recall_one(q.model_copy(update={"query": text, "queries": [], "limit": size}), tenant)
+            self._recall_one(
+                q.model_copy(update={"query": text, "queries": [], "limit": size, "offset": 0}), tenant
+            )
             for text in q.queries
         ]
         return merged(q, answers)
@@ -88,11 +90,12 @@ class RecallEngine:
             types=q.types,
             window=resolve_window(q.time_query, q.start, q.end),
             state_mode=q.state_mode,
+            min_importance=q.min_importance,
         )
         degraded: list[str] = []
         pool = CandidatePool()
         listing = not q.query and q.embedding is None
-        fetch = max(q.limit, self.svc.settings.recall_candidates)
+        fetch = max(q.limit + q.offset, self.svc.settings.recall_candidates)
         if listing:
             with timer.stage("listing"):
                 self._listing(pool, flt, q, fetch)
@@ -227,10 +230,10 @@ class RecallEngine:
         are dropped unread, keeping at least `limit` + FINAL_SPARE for the cut (listings, already
         read from the graph, pass `q=None`)."""
         if q is not None:
-            floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort)
+            floor = reachable_floor(pool, q.limit + q.offset, bool(q.context_tags), q.sort)
             ordered = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))
             reachable = sum(1 for c in ordered if c.components.get("relevance", 0.0) >= floor)
-            keep = max(q.limit + FINAL_SPARE, reachable) if floor > 0 else len(ordered)
+            keep = max(q.limit + q.offset + FINAL_SPARE, reachable) if floor > 0 else len(ordered)
             for candidate in ordered[keep:]:
                 pool.by_id.pop(candidate.id, None)
         docs = self._hydrate_ids([c.id for c in pool.values() if c.doc is None])
@@ -248,12 +251,13 @@ class RecallEngine:
         return {d.id: d for d in self.svc.graph.get_memories(ids, view="recall")}
 
     def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter, tally: Tally) -> list[Candidate]:
-        """The best `limit` distinct memories at or above `min_score` (every candidate's memory was
-        read from the graph and filtered by then; identical contents count once)."""
+        """The best `limit` distinct memories at or above `min_score` after the first `offset`
+        (every candidate's memory was read from the graph and filtered by then; identical contents
+        count once)."""
         out: list[Candidate] = []
         seen_content: set[str] = set()
         for candidate in ranked(pool.values(), q.sort):
-            if len(out) >= q.limit:
+            if len(out) >= q.limit + q.offset:
                 break
             if candidate.doc is None or not flt.matches(candidate.doc):
                 continue
@@ -266,7 +270,7 @@ class RecallEngine:
                 continue
             seen_content.add(key)
             out.append(candidate)
-        return out
+        return out[q.offset :]
 
     def _relations(
         self, ids: list[str], limit: int, known: dict[str, list[dict[str, Any]]], pool: CandidatePool

@@ -38,6 +38,8 @@ ALIASES = {
     "query_list": "queries",
 }
 LIST_FIELDS = ("tags", "exclude_tags", "context_tags", "types", "queries")
+# A page deeper than this is better asked of by-tag or an export: recall reads every result before it.
+MAX_RECALL_OFFSET = 10_000
 SORTS = ("score", "time_desc", "time_asc", "updated_desc", "updated_asc")
 Sort = Literal["score", "time_desc", "time_asc", "updated_desc", "updated_asc"]
 
@@ -61,6 +63,8 @@ class RecallQuery(_Body):
     state_mode: Literal["current", "history"] = "current"
     current_only: bool | None = Field(None, description="AutoMem's older switch; wins over state_mode")
     min_score: float = Field(0.0, description="clamped to 0..1")
+    min_importance: float = Field(0.0, description="only memories at least this important; clamped to 0..1")
+    offset: int = Field(0, description=f"results to skip (the next page); clamped to 0..{MAX_RECALL_OFFSET}")
     expand_relations: bool = True
     expand_entities: bool = True
     relation_limit: int = Field(5, description="clamped to 0..200")
@@ -89,7 +93,14 @@ class RecallQuery(_Body):
     def _per_query(cls, value: Any, info: ValidationInfo) -> int | None:
         return None if value is None else clamp_int(value, 1, _settings(info).recall_max_limit, 5)
 
-    @field_validator("min_score", "expand_min_importance", "expand_min_strength", mode="before")
+    @field_validator("offset", mode="before")
+    @classmethod
+    def _offset(cls, value: Any) -> int:
+        return clamp_int(value, 0, MAX_RECALL_OFFSET, 0)
+
+    @field_validator(
+        "min_score", "min_importance", "expand_min_importance", "expand_min_strength", mode="before"
+    )
     @classmethod
     def _unit(cls, value: Any) -> float:
         return clamp_unit(value)

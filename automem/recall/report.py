@@ -73,6 +73,7 @@ def response(
         "results": items,
         "count": len(items),
         "limit": q.limit,
+        "offset": q.offset,
         "sort": q.sort,
         "mode": "listing" if listing else "search",
         "filters": echo,
@@ -160,7 +161,7 @@ def merged(q: RecallQuery, answers: list[dict[str, Any]]) -> dict[str, Any]:
         for found in answer["results"]:
             if found["id"] not in best or found["score"] > best[found["id"]]["score"]:
                 best[found["id"]] = {**found, "_query": text}
-    results = sorted(best.values(), key=lambda r: -r["score"])[: q.limit]
+    results = sorted(best.values(), key=lambda r: -r["score"])[q.offset : q.offset + q.limit]
     total = sum(len(a["results"]) for a in answers)
     timings = {"total": round(sum(a["timings_ms"]["total"] for a in answers), 3)}
     first = answers[0]
@@ -171,6 +172,7 @@ def merged(q: RecallQuery, answers: list[dict[str, Any]]) -> dict[str, Any]:
         "results": results,
         "count": len(results),
         "limit": q.limit,
+        "offset": q.offset,
         "dedup_removed": sum(a["dedup_removed"] for a in answers) + total - len(best),
         "degraded": sorted({d for a in answers for d in a["degraded"]}),
         "timings_ms": timings,

@@ -1002,6 +1002,9 @@ class GraphStore(
         if flt.end:
             params["f_end"] = flt.end
             parts.append(f"{alias}.timestamp < $f_end")
+        if flt.min_importance > 0:
+            params["f_min_importance"] = flt.min_importance
+            parts.append(f"{alias}.importance >= $f_min_importance")
         if flt.state_mode == "current":
             parts += [
                 f"{alias}.state = 'active'",

@@ -37,6 +37,7 @@ class RecallFilter:
     start: str | None = None
     end: str | None = None
     state_mode: Literal["current", "history"] = "current"
+    min_importance: float = 0.0
 
     @classmethod
     def build(
@@ -51,6 +52,7 @@ class RecallFilter:
         types: list[str],
         window: TimeWindow | None,
         state_mode: Literal["current", "history"],
+        min_importance: float = 0.0,
     ) -> RecallFilter:
         scoped = [canonical_prefix(t) for t in tags] if tag_match == "prefix" else list(tags)
         start, end = window.as_iso() if window else (None, None)
@@ -65,6 +67,7 @@ class RecallFilter:
             start=start,
             end=end,
             state_mode=state_mode,
+            min_importance=min_importance,
         )
 
     @property
@@ -81,6 +84,7 @@ class RecallFilter:
             "types": list(self.types),
             "time_window": {"start": self.start, "end": self.end} if (self.start or self.end) else None,
             "state_mode": self.state_mode,
+            "min_importance": self.min_importance,
         }
 
     # --- the vector store's rendering ---------------------------------------------------------
@@ -95,6 +99,8 @@ class RecallFilter:
             must.append(Match("type", self.types))
         if self.start or self.end:
             must.append(Range("timestamp", gte=self.start, lt=self.end, kind="datetime"))
+        if self.min_importance > 0:
+            must.append(Range("importance", gte=self.min_importance))
         must_not: list[Condition] = [Match("tag_prefixes", self.exclude_tags)] if self.exclude_tags else []
         if self.state_mode == "history":
             must_not.append(Match("state", ("deleted",)))
@@ -128,6 +134,8 @@ class RecallFilter:
             return False
         timestamp = doc.timestamp or ""
         if (self.start and timestamp < self.start) or (self.end and timestamp >= self.end):
+            return False
+        if self.min_importance > 0 and float(doc.importance or 0.0) < self.min_importance:
             return False
         return self.state_mode == "history" or self.is_current(doc)
 

@@ -31,6 +31,9 @@ CSP = (
     "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
+# The one page with a script (the operations page's live feed): files of this dashboard only,
+# no inline script, no eval, and its connections back to this origin only.
+CSP_WITH_SCRIPT = CSP.replace("script-src 'none'", "script-src 'self'; connect-src 'self'")
 
 
 def services() -> Services:
@@ -78,7 +81,7 @@ def _principal(session: UiSession) -> Principal | None:
 
 @bp.after_request
 def _headers(response: Response) -> Response:
-    response.headers["Content-Security-Policy"] = CSP
+    response.headers["Content-Security-Policy"] = CSP_WITH_SCRIPT if g.get("ui_script") else CSP
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["X-Frame-Options"] = "DENY"
@@ -106,8 +109,10 @@ def who() -> Change:
     return Change(f"key:{found.key_id}" if found and found.key_id else "dashboard", None)
 
 
-def page(template: str, **values: Any) -> str:
-    """A page with what every page shows: who is signed in, and the form token."""
+def page(template: str, script: str | None = None, **values: Any) -> str:
+    """A page with what every page shows: who is signed in, and the form token; `script` names
+    a file of static/ that the page loads (and the CSP then allows)."""
+    g.ui_script = script
     principal: Principal | None = g.get("principal")
     session: UiSession | None = g.get("ui_session")
     return render_template(
@@ -116,6 +121,8 @@ def page(template: str, **values: Any) -> str:
         csrf=session.csrf if session else "",
         can_write=bool(principal and principal.allows(Scope.WRITE)),
         can_admin=bool(principal and principal.allows(Scope.TENANT_ADMIN)),
+        is_admin=bool(principal and principal.admin),
+        script=script,
         **values,
     )
 

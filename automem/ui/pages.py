@@ -14,6 +14,7 @@ from automem import backlog, health
 from automem.associations import associate_one
 from automem.auth import current_tenant, is_admin_secret, principal, principal_of, tenant_bound
 from automem.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from automem.eventhub import current_hub, event_stream
 from automem.history import memory_history
 from automem.models import ByTagQuery, MemoryUpdate, parse, parse_uuid
 from automem.recall.engine import RecallEngine
@@ -142,12 +143,15 @@ def _engine() -> RecallEngine:
 @bp.get("/memories")
 def memories() -> str:
     args = request.args
+    offset = max(0, _int(args.get("offset") or "0"))
     data: dict[str, Any] = {
-        "limit": PAGE_SIZE,
+        "limit": PAGE_SIZE + 1,  # one more says whether a next page exists
+        "offset": offset,
         "sort": args.get("sort", "time_desc"),
         "expand_relations": False,
+        "expand_entities": False,
+        "min_importance": args.get("importance") or 0,
     }
-    data["expand_entities"] = False
     if args.get("type") in MEMORY_TYPES:
         data["types"] = [args["type"]]
     for name in ("start", "end"):
@@ -155,8 +159,19 @@ def memories() -> str:
             data[name] = args[name]
     if args.get("state") == "history":
         data["state_mode"] = "history"
-    body = _recall(data)
-    return page("memories.html", title="Memories", results=body["results"], args=args, types=MEMORY_TYPES)
+    results = _recall(data)["results"]
+    kept = {k: v for k, v in args.items() if k != "offset" and v}
+    return page(
+        "memories.html",
+        title="Memories",
+        results=results[:PAGE_SIZE],
+        args=args,
+        types=MEMORY_TYPES,
+        offset=offset,
+        previous=urlencode({**kept, "offset": max(0, offset - PAGE_SIZE)}) if offset else None,
+        next=urlencode({**kept, "offset": offset + PAGE_SIZE}) if len(results) > PAGE_SIZE else None,
+        queued=args.get("queued"),
+    )
 
 
 def _recall(data: dict[str, Any]) -> dict[str, Any]:
@@ -279,24 +294,43 @@ def search() -> str:
 @bp.get("/ops")
 def ops() -> str:
     svc = services()
-    status = backlog.enrichment_status(svc, tenant_bound())
+    health_now = _health_summary()
+    status = backlog.enrichment_status(svc, tenant_bound(), health_now["counts"])
     admin = principal().admin
     jobs = backlog.jobs_overview(svc) if admin else None
     reembed = backlog.reembed_progress(svc) if admin else None
     consolidation = svc.consolidation.status() if svc.consolidation is not None else None
     return page(
         "ops.html",
+        script="feed.js",
         title="Operations",
-        health=_health_summary(),
+        health=health_now,
         status=status,
         jobs=jobs,
         reembed=reembed,
         consolidation=consolidation,
+        queued=request.args.get("queued"),
+        requeued=request.args.get("requeued"),
     )
 
 
-@bp.post("/ops/reprocess")
+@bp.get("/feed")
+def feed() -> Response:
+    """The live feed of the operations page: the signed-in tenant's events, as GET /stream."""
+    return event_stream(current_hub(), current_tenant())
+
+
+@bp.post("/reprocess")
 def reprocess() -> Response:
+    """Re-enrich every memory, or the chosen ones (tenant-admin); requeue failed jobs (admin)."""
     require(Scope.TENANT_ADMIN)
-    backlog.reprocess(services(), None, every=True, failed=False, tenant=tenant_bound())
-    return _redirect("/ui/ops?" + urlencode({"queued": 1}))
+    form = request.form
+    failed = form.get("what") == "failed_jobs"
+    ids = [parse_uuid(i, "ids") for i in form.getlist("ids")]
+    every = form.get("what") == "all"
+    if not (failed or every or ids):
+        raise InvalidInput("choose at least one memory to re-enrich", field="ids")
+    done = backlog.reprocess(services(), ids or None, every=every, failed=failed, tenant=tenant_bound())
+    back = "/ui/memories" if form.get("back") == "memories" else "/ui/ops"
+    report = {"queued": done.get("queued"), "requeued": done.get("requeued_failed")}
+    return _redirect(f"{back}?" + urlencode({k: v for k, v in report.items() if v is not None}))

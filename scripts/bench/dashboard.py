@@ -5,8 +5,8 @@ model time), stores the LoCoMo dev conversations (one memory per turn, tagged by
 and speaker), runs the background jobs over them (entities, links) unless --no-enrich, then
 fills the store up to --size memories with the load benchmark's synthetic corpus. Each page is
 requested --rounds times through the app (server time: no network), and its transfer weight is
-the HTML plus the stylesheet, gzip'd as a proxy would send them. With --screenshots DIR, every
-page is photographed at 1280 px in Debian's chromium (Playwright).
+the HTML plus every file it loads (stylesheet, icon, script), gzip'd as a proxy would send them.
+With --screenshots DIR, every page is photographed at 1280 px in Debian's chromium (Playwright).
 
     python scripts/bench/dashboard.py --size 100000              # figures at 100k
     python scripts/bench/dashboard.py --size 0 --screenshots docs/screenshots
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -89,6 +90,7 @@ def pages(api: Any) -> dict[str, str]:
         "tags": "/ui/tags",
         "tags-drilled": "/ui/tags?prefix=locomo:conv-26",
         "memories": "/ui/memories",
+        "memories-filtered": "/ui/memories?importance=0.6&offset=50",
         "memory": f"/ui/memory/{memory_id}",
         "search": "/ui/search?q=adoption+agency+interview",
         "graph": f"/ui/graph?memory={memory_id}&depth=2",
@@ -101,7 +103,6 @@ def pages(api: Any) -> dict[str, str]:
 def measure(app: Any, paths: dict[str, str], rounds: int) -> dict[str, Any]:
     client = app.test_client()
     client.post("/ui/sign-in", data={"api_key": API_TOKEN})
-    css = gzip.compress(client.get("/ui/static/ui.css").data)
     out = {}
     for name, path in paths.items():
         samples, body = [], b""
@@ -114,10 +115,21 @@ def measure(app: Any, paths: dict[str, str], rounds: int) -> dict[str, Any]:
         out[name] = {
             "path": path,
             "html_bytes": len(body),
-            "transfer_kb_gzip": round((len(gzip.compress(body)) + len(css)) / 1024, 1),
+            "assets": _assets(body),
+            "transfer_kb_gzip": round(_transfer(client, body) / 1024, 1),
         } | percentiles(samples)
         log(f"  {name}: p50 {out[name]['p50_ms']} ms, {out[name]['transfer_kb_gzip']} KB")
     return out
+
+
+def _assets(html: bytes) -> list[str]:
+    """The files of the dashboard a page loads (stylesheet, icon, script)."""
+    return sorted(set(re.findall(r'(?:href|src)="(/ui/static/[^"]+)"', html.decode())))
+
+
+def _transfer(client: Any, html: bytes) -> int:
+    """Bytes a first visit transfers: the page and every file it loads, gzip'd as a proxy would."""
+    return len(gzip.compress(html)) + sum(len(gzip.compress(client.get(a).data)) for a in _assets(html))
 
 
 def screenshots(app: Any, paths: dict[str, str], target: Path) -> list[str]:
@@ -158,8 +170,8 @@ def render(report: dict[str, Any]) -> str:
         f"Command: `{meta['command']}`. Store: {report['store']['total']:,} memories "
         f"({report['store']['locomo_turns']:,} LoCoMo turns{', enriched' if meta['enriched'] else ''}, "
         "the rest the load benchmark's synthetic corpus). Server time through the app in-process (no "
-        "network), over the rounds given; transfer = the page's HTML plus the stylesheet, gzip'd "
-        "(no script is ever sent).",
+        "network), over the rounds given; transfer = the page's HTML plus every file it loads "
+        "(stylesheet, icon; the operations page's live-feed script), gzip'd.",
         "",
         "| page | path | p50 ms | p95 ms | HTML bytes | transfer KB (gzip) |",
         "|---|---|---|---|---|---|",

@@ -119,3 +119,27 @@ def test_a_lagging_payload_sends_the_listing_to_the_graph(
     assert listed_docs(services.graph, services.vectors, flt, "importance", 5) is None
     page = api.get("/memory/by-tag", query_string={"tags": "alpha", "limit": 200}).get_json()["memories"]
     assert page[-1]["id"] == first["id"] and page[-1]["importance"] == 0.01
+
+
+@pytest.mark.parametrize("sort", ["importance", "time_desc", "time_asc"])
+def test_recall_pages_join_into_the_long_page(api: Api, corpus: list[str], sort: str) -> None:
+    """Recall's `offset` pages a listing: pages of 7 laid end to end are the first 35."""
+    base = {"sort": sort, "tags": ["alpha"], "expand_relations": False}
+    whole = api.post("/recall", json={**base, "limit": 35}).get_json()
+    pages = [api.post("/recall", json={**base, "limit": 7, "offset": o}).get_json() for o in range(0, 35, 7)]
+    assert [p["offset"] for p in pages] == [0, 7, 14, 21, 28]
+    joined = [r["id"] for p in pages for r in p["results"]]
+    assert joined == [r["id"] for r in whole["results"]] and len(joined) == 35
+
+
+def test_recall_min_importance_keeps_only_the_important(api: Api, corpus: list[str]) -> None:
+    scope = {"limit": 100, "sort": "time_desc", "tags": ["gamma"]}  # ~50 of the 120
+    every = api.post("/recall", json=scope).get_json()["results"]
+    kept = api.post("/recall", json={**scope, "min_importance": 0.5}).get_json()
+    assert len(every) < 100
+    expected = [r["id"] for r in every if r["memory"]["importance"] >= 0.5]
+    assert [r["id"] for r in kept["results"]] == expected and 0 < len(expected) < len(every)
+    assert kept["filters"]["min_importance"] == 0.5
+    searched = api.post("/recall", json={"query": "listing memory", "limit": 50, "min_importance": 0.9})
+    assert searched.status_code == 200
+    assert all(r["memory"]["importance"] >= 0.9 for r in searched.get_json()["results"])
