@@ -295,7 +295,19 @@ class Settings(BaseSettings):
         "Base URL of an OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, LM Studio).",
     )
     embedding_batch_size: int = _setting(
-        32, "EMBEDDING_BATCH_SIZE", "embedding", "Texts per embedding call in the embedding job."
+        256,
+        "EMBEDDING_BATCH_SIZE",
+        "embedding",
+        "Texts per embedding job (one model call; the local model sorts them by length into "
+        "batches of 32, so larger calls waste less on padding).",
+    )
+    embedding_max_tokens: int = _setting(
+        0,
+        "EMBEDDING_MAX_TOKENS",
+        "embedding",
+        "Tokens of a text the local (fastembed) model reads; the rest is cut. 0: the window the model "
+        "was trained on (max_seq_length of the directory's sentence_bert_config.json; 256 for "
+        "all-MiniLM-L6-v2), else the tokenizer's own limit.",
     )
     embedding_timeout_seconds: float = _setting(
         30.0, "EMBEDDING_TIMEOUT_SECONDS", "embedding", "Timeout of one remote embedding call."

@@ -21,6 +21,7 @@ BENCHMARKS = {
     "api-threads": "api_threads.py",
     "aof": "aof_durability.py",
     "dashboard": "dashboard.py",
+    "embedding": "embedding.py",
 }
 
 
@@ -68,7 +69,8 @@ def add_bench(sub: Subparsers) -> None:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k; --tenants), "
-        "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, screenshots)",
+        "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
+        "screenshots), embedding (texts/s of the local model on real memory lengths)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

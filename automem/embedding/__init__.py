@@ -72,7 +72,9 @@ def _build_openai(settings: Settings) -> EmbeddingProvider:
 def _build_fastembed(settings: Settings) -> EmbeddingProvider:
     from automem.embedding.fastembed import FastEmbedProvider
 
-    provider = FastEmbedProvider(settings.embedding_model, settings.embedding_model_dir)
+    provider = FastEmbedProvider(
+        settings.embedding_model, settings.embedding_model_dir, max_tokens=settings.embedding_max_tokens
+    )
     if settings.vector_size and settings.vector_size != provider.dimension:
         raise ConfigurationError(
             f"VECTOR_SIZE={settings.vector_size}, but the fastembed model {provider.model} produces "

@@ -34,6 +34,13 @@ DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 DEFAULT_DIR_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _ONNX_CANDIDATES = ("model.onnx", "onnx/model.onnx")
 _REQUIRED_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# The windows models were trained on, when the directory does not say (sentence-transformers
+# writes it to sentence_bert_config.json; tokenizer_config.json often holds the position limit
+# instead, 512 for MiniLM, which reads twice as many tokens as it learnt from, at 4x the cost).
+TRAINED_WINDOWS = {
+    "sentence-transformers/all-minilm-l6-v2": 256,
+    "sentence-transformers/all-minilm-l12-v2": 256,
+}
 # fastembed keeps custom models in a class-level list and refuses duplicates.
 _registry_lock = threading.Lock()
 
@@ -185,7 +192,8 @@ class FastEmbedProvider(EmbeddingProvider):
         *,
         cache_dir: str | None = None,
         threads: int | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
+        max_tokens: int = 0,
     ) -> None:
         name = model_name or (DEFAULT_DIR_MODEL if model_dir else DEFAULT_MODEL)
         self.model_dir = str(Path(model_dir).expanduser().resolve()) if model_dir else None
@@ -200,6 +208,7 @@ class FastEmbedProvider(EmbeddingProvider):
         self._cache_dir = cache_dir
         self._threads = threads
         self._batch_size = batch_size
+        self.max_tokens = max_tokens or _trained_window(name, self.model_dir)
         self._model: TextEmbedding | None = None
         self._load_lock = threading.Lock()
         # One inference at a time: onnxruntime already spreads one run over all cores, so
@@ -220,23 +229,63 @@ class FastEmbedProvider(EmbeddingProvider):
         if self.model_dir:
             kwargs = {"specific_model_path": self.model_dir, "local_files_only": True}
         try:
-            return TextEmbedding(self.model, cache_dir=self._cache_dir, threads=self._threads, **kwargs)
+            model = TextEmbedding(self.model, cache_dir=self._cache_dir, threads=self._threads, **kwargs)
         except Exception as exc:  # fastembed raises ValueError, OSError, onnxruntime errors...
             where = self.model_dir or "fastembed's cache (or the network)"
             raise EmbeddingError(f"cannot load the embedding model {self.model} from {where}: {exc}") from exc
+        if self.max_tokens:
+            _limit_window(model, self.max_tokens)
+        return model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
         model = self._load()
+        # fastembed pads each batch to its longest text: batches of similar lengths waste no
+        # work on padding (a 10-word memory beside a 250-token one costs 250 tokens otherwise).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         try:
             with self._run_lock:
-                arrays = list(model.embed(list(texts), batch_size=self._batch_size))
+                arrays = list(model.embed([texts[i] for i in order], batch_size=self._batch_size))
         except Exception as exc:
             raise EmbeddingError(f"embedding with {self.model} failed: {exc}") from exc
-        vectors = [array.astype(float).tolist() for array in arrays]
+        if len(arrays) != len(texts):
+            raise EmbeddingError(f"{self.model} returned {len(arrays)} vectors for {len(texts)} texts")
+        placed: list[Any] = [None] * len(texts)
+        for position, array in zip(order, arrays, strict=True):
+            placed[position] = array
+        vectors = [array.astype(float).tolist() for array in placed]
         if len(vectors) != len(texts) or any(len(v) != self.dimension for v in vectors):
             raise EmbeddingError(
                 f"{self.model} returned vectors that do not match its dimension {self.dimension}"
             )
         return vectors
+
+
+def _trained_window(model_name: str, model_dir: str | None) -> int:
+    """The window the model was trained on, when known (0: leave the tokenizer's limit)."""
+    if model_dir:
+        try:
+            config = json.loads((Path(model_dir) / "sentence_bert_config.json").read_text())
+            if isinstance(config.get("max_seq_length"), int) and config["max_seq_length"] > 0:
+                return int(config["max_seq_length"])
+        except (OSError, ValueError):
+            pass
+    return TRAINED_WINDOWS.get(model_name.lower(), 0)
+
+
+def _limit_window(model: TextEmbedding, max_tokens: int) -> None:
+    """Cut texts at `max_tokens` tokens (fastembed sets the tokenizer's limit from its config);
+    never above the limit the tokenizer already has (the model's positions)."""
+    tokenizer = getattr(getattr(model, "model", None), "tokenizer", None)
+    if tokenizer is None:
+        log.warning("cannot set the embedding window: this fastembed version hides its tokenizer")
+        return
+    truncation = tokenizer.truncation or {}
+    limit = min(max_tokens, int(truncation.get("max_length") or max_tokens))
+    tokenizer.enable_truncation(
+        max_length=limit,
+        stride=int(truncation.get("stride") or 0),
+        strategy=truncation.get("strategy") or "longest_first",
+        direction=truncation.get("direction") or "right",
+    )

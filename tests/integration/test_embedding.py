@@ -14,6 +14,9 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from automem.embedding import HASH_FALLBACK_WARNING, EmbeddingError, build_provider
 from automem.embedding.fastembed import FastEmbedProvider, fastembed_available
@@ -422,3 +425,55 @@ def test_real_model_as_a_custom_model_matches_the_builtin(minilm: FastEmbedProvi
     assert custom.dimension == 384
     text = "Custom registration must not change the vectors"
     assert cosine(custom.embed_one(text), minilm.embed_one(text)) > 0.9999
+
+
+# --- fastembed with the shipped model: the window and length-sorted batches ---------------------
+WORDS = st.sampled_from(
+    ["memory", "alpha", "deploy", "the", "team", "chose", "Kotlin", "noon", "review", "of", "a"]
+)
+
+
+def test_fastembed_reads_the_window_the_model_was_trained_on(tmp_path: Path) -> None:
+    assert FastEmbedProvider(None, str(fake_model_dir(tmp_path / "m"))).max_tokens == 256
+    assert FastEmbedProvider(None, str(fake_model_dir(tmp_path / "m")), max_tokens=512).max_tokens == 512
+    described = fake_model_dir(tmp_path / "st")
+    (described / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 128}))
+    assert FastEmbedProvider("acme/st-encoder-test", str(described)).max_tokens == 128
+    unknown = fake_model_dir(tmp_path / "other")
+    assert FastEmbedProvider("acme/other-encoder-test", str(unknown)).max_tokens == 0  # the tokenizer's
+
+
+@pytest.mark.semantic
+@needs_model
+def test_fastembed_cuts_texts_at_the_window(minilm: FastEmbedProvider) -> None:
+    """Words past the 256th token change nothing; with a 512 window they do."""
+    head = " ".join(["the team reviews every deploy before noon"] * 40)  # ~280 tokens
+    longer = head + " and then everyone goes to lunch together at the Italian place"
+    short_head, short_longer = minilm.embed([head, longer])
+    assert short_head == pytest.approx(short_longer, abs=1e-6)
+    wide = FastEmbedProvider(None, str(MODEL_DIR), max_tokens=512)
+    wide_head, wide_longer = wide.embed([head, longer])
+    assert cosine(wide_head, wide_longer) < 0.9999
+
+
+@pytest.mark.semantic
+@needs_model
+@examples(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    texts=st.lists(st.lists(WORDS, min_size=1, max_size=60).map(" ".join), min_size=1, max_size=12),
+    seed=st.randoms(use_true_random=False),
+)
+def test_fastembed_sorted_batches_answer_in_the_callers_order(
+    minilm: FastEmbedProvider, texts: list[str], seed: Any
+) -> None:
+    """Sorting by length into batches is invisible to the caller: any order of the same texts
+    gets the same vector for each text, and each is the text's own (near its vector alone: the
+    int8 model quantizes activations per batch, so a batch moves a vector slightly, as before)."""
+    together = minilm.embed(texts)
+    order = list(range(len(texts)))
+    seed.shuffle(order)
+    shuffled = minilm.embed([texts[i] for i in order])
+    for position, i in enumerate(order):
+        assert cosine(shuffled[position], together[i]) > 0.9999
+    for text, vector in zip(texts, together, strict=True):
+        assert cosine(vector, minilm.embed_one(text)) > 0.95
