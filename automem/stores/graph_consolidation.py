@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis.exceptions
 
 from automem.record import MemoryRecord
+from automem.stores.graph_lifecycle import VECTOR_LABEL
 
 # What a scoring pass reads of a memory (no content, no embedding).
 _SCORE_FIELDS = (
@@ -85,9 +86,11 @@ class ConsolidationQueries:
         """Active memories with an embedding after `after` in id order (unscored ones included),
         with the similarity passes' fields (_VECTOR_FIELDS)."""
         cypher = f"""
-        MATCH (m:Memory) WHERE m.id > $after AND m.state = 'active' AND m.embedding IS NOT NULL
+        MATCH (m:Memory) WHERE m.id > $after AND m.state = 'active'
           AND ($min IS NULL OR m.relevance_score IS NULL OR m.relevance_score >= $min)
-        RETURN {_cols(_VECTOR_FIELDS)}
+        WITH m
+        MATCH (v:{VECTOR_LABEL} {{id: m.id}})
+        RETURN {_cols(_VECTOR_FIELDS[:-1])}, v.embedding
         ORDER BY m.id LIMIT $limit
         """
         rows = self._ro(cypher, {"after": after, "limit": limit, "min": min_relevance})

@@ -15,6 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
+# Each memory's embedding lives on its own node, (:MemoryVector {id, tenant, embedding}) keyed by
+# the memory's id, not on the memory: FalkorDB re-inserts a node's vector into the HNSW index on
+# *any* property write to the node (docs/performance.md), so enrichment, access counts and
+# PATCHes all paid for an index insert. A vector node is written only when the embedding
+# changes. Backups carry the embedding with its memory, as before.
+VECTOR_LABEL = "MemoryVector"
+
 # The property that identifies a node of each label across stores (edges name endpoints by it).
 NODE_KEYS = {
     "Memory": "id",
@@ -84,8 +91,18 @@ class LifecycleQueries:
 
     def nodes_window(self, low: int, high: int) -> list[tuple[list[str], dict[str, Any]]]:
         """(labels, properties) of the nodes with internal ids in [low, high)."""
-        cypher = "MATCH (n) WHERE ID(n) >= $low AND ID(n) < $high RETURN labels(n), properties(n)"
-        return [(list(labels), dict(props)) for labels, props in self._ro(cypher, {"low": low, "high": high})]
+        cypher = f"""
+        MATCH (n) WHERE ID(n) >= $low AND ID(n) < $high AND NOT n:{VECTOR_LABEL}
+        OPTIONAL MATCH (v:{VECTOR_LABEL} {{id: n.id}}) WHERE n:Memory
+        RETURN labels(n), properties(n), v.embedding
+        """
+        out = []
+        for labels, props, embedding in self._ro(cypher, {"low": low, "high": high}):
+            found = dict(props)
+            if embedding is not None:
+                found["embedding"] = embedding  # a memory's, from its vector node
+            out.append((list(labels), found))
+        return out
 
     def edges_window(self, low: int, high: int) -> list[dict[str, Any]]:
         """Edges whose start node has an internal id in [low, high): {type, from, to, props} with
@@ -138,14 +155,16 @@ class LifecycleQueries:
 
     def restore_memories(self, rows: Sequence[dict[str, Any]]) -> int:
         """Rows {props, embedding}: memory nodes exactly as backed up (no dedup, no defaults)."""
-        cypher = """
+        cypher = f"""
         UNWIND $rows AS r
         CREATE (m:Memory)
         SET m = r.props
         FOREACH (_ IN CASE WHEN r.embedding IS NULL THEN [] ELSE [1] END |
-            SET m.embedding = vecf32(r.embedding))
+            CREATE (v:{VECTOR_LABEL} {{id: r.props.id, tenant: r.props.tenant}})
+            SET v.embedding = vecf32(r.embedding))
+        RETURN count(m)
         """
-        return int(self._query(cypher, {"rows": list(rows)}).nodes_created)
+        return int(self._query(cypher, {"rows": list(rows)}).result_set[0][0])
 
     def restore_nodes(self, labels: Sequence[str], rows: Sequence[dict[str, Any]]) -> int:
         """Nodes of `labels` with these property maps."""

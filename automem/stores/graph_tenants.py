@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from automem.stores.graph_lifecycle import VECTOR_LABEL
+
 
 class TenantQueries:
     """Mixed into GraphStore, which provides `_ro` and `_query`."""
@@ -46,12 +48,14 @@ class TenantQueries:
         RETURN size(nodes), edges
         """
         memories, edges = self._query(cypher, {"tenant": tenant, "ids": list(ids)}).result_set[0]
+        self._erase_label(VECTOR_LABEL, tenant, "n.id IN $ids", {"ids": list(ids)})
         events = self._erase_label("MemoryEvent", tenant, "n.memory_id IN $ids", {"ids": list(ids)})
         return {"memories": int(memories), "edges": int(edges or 0), "history_events": events}
 
     def erase_tenant_rest(self, tenant: str) -> dict[str, int]:
         """After its memories: the tenant's entities (with their edges), tombstones of purged
         memories and any other history event of it."""
+        self._erase_label(VECTOR_LABEL, tenant)  # none is left unless a memory was lost half-way
         entities = self._erase_label("Entity", tenant)
         events = self._erase_label("MemoryEvent", tenant)
         return {"entities": entities, "history_events": events}

@@ -50,8 +50,9 @@ def test_the_embedding_job_keeps_a_vector_the_client_supplied_meanwhile(
     use_services(services)
     result = embed_memories([memory_id])
     assert result["embedded"] == 0
-    embedding, model = _graph(services, memory_id, "embedding", "embedding_model")
-    assert model == "client" and [round(v, 6) for v in embedding] == client_vector
+    (stored,) = services.graph.get_memories([memory_id], with_embedding=True)
+    assert stored.embedding_model == "client"
+    assert [round(v, 6) for v in stored.embedding or []] == client_vector
 
 
 def test_a_recall_access_does_not_undo_a_client_last_accessed(api: Api, services: Services) -> None:

@@ -96,7 +96,7 @@ def test_a_vector_the_provider_botches_fails_only_its_memory(
     assert api.get(f"/memory/{bad}").get_json()["memory"]["embedding_status"] == "pending"
     failure = next(e for e in _events(api, bad) if e["event"] == "embedding_failed")
     assert failure["actor"] == "job:embed" and "finite" in failure["reason"]
-    stored = services.graph._ro("MATCH (m:Memory {id: $id}) RETURN m.embedding", {"id": bad})[0][0]
+    stored = services.graph.get_memories([bad], with_embedding=True)[0].embedding
     assert stored is None or np.isfinite(np.asarray(stored)).all()
     items = api.get("/enrichment/status").get_json()["failed_items"]["items"]
     assert [(i["memory_id"], i["job"]) for i in items] == [(bad, "embed_memories")]
