@@ -54,8 +54,9 @@ def text_problem(text: str) -> str | None:
     return None
 
 
-def storable_problem(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(path, problem) of the first string, key or number the stores cannot hold in a JSON value."""
+def storable_problem(value: Any, path: str = "", numbers: bool = True) -> tuple[str, str] | None:
+    """(path, problem) of the first string, key or (with `numbers`) number the stores cannot hold
+    in a JSON value."""
     if isinstance(value, str):
         problem = text_problem(value)
         return (path, problem) if problem else None
@@ -67,14 +68,16 @@ def storable_problem(value: Any, path: str = "") -> tuple[str, str] | None:
             problem = text_problem(str(key))
             if problem:
                 return where, f"key {problem}"
-            found = storable_problem(item, where)
+            found = storable_problem(item, where, numbers)
             if found:
                 return found
     elif isinstance(value, list):
         for n, item in enumerate(value):
-            found = storable_problem(item, f"{path}[{n}]")
+            found = storable_problem(item, f"{path}[{n}]", numbers)
             if found:
                 return found
+    elif not numbers:
+        return None
     elif isinstance(value, float) and not math.isfinite(value):
         return path, "is not a finite number"
     elif isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:

@@ -47,8 +47,10 @@ def json_body() -> Any:
 def check_storable(value: Any, field: str) -> None:
     """400 for text the stores cannot hold (`automem.validation`: a NUL, a lone surrogate), keys
     included; `field` names the place."""
-    found = storable_problem(value, field)
-    if found and found[1].endswith(("NUL character", "surrogate")):
+    # Text only: a number out of range may sit in a field the route ignores, and must not hide
+    # a NUL further on (the fields that keep numbers check them themselves).
+    found = storable_problem(value, field, numbers=False)
+    if found:
         where = _printable(found[0] or "body")
         raise InvalidInput(f"{where} {found[1]}", field=where)
 

@@ -22,6 +22,7 @@ BENCHMARKS = {
     "aof": "aof_durability.py",
     "dashboard": "dashboard.py",
     "embedding": "embedding.py",
+    "vector-layout": "vector_layout.py",
 }
 
 
@@ -70,7 +71,8 @@ def add_bench(sub: Subparsers) -> None:
         "bench",
         help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k; --tenants), "
         "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
-        "screenshots), embedding (texts/s of the local model on real memory lengths)",
+        "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
+        "(graph writes and searches with the embedding on the memory or its own node)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

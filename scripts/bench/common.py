@@ -3,6 +3,7 @@ their memory, percentiles, and the machine description that goes into every repo
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import secrets
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -310,3 +311,26 @@ def command_line(script: str, argv: Sequence[str]) -> str:
         else:
             shown.append(arg)
     return f"python scripts/bench/{script}" + ("" if not shown else " " + shlex.join(shown))
+
+
+def run_meta(script: str, **extra: Any) -> dict[str, Any]:
+    """What every report says of its run: when, where, which commit, the command."""
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": machine_info(),
+        "git_commit": git_commit(),
+        "command": f"python scripts/bench/{script} " + " ".join(sys.argv[1:]),
+        **extra,
+    }
+
+
+def write_report(
+    out: Path, name: str, report: dict[str, Any], render: Callable[[dict[str, Any]], str]
+) -> int:
+    """Write `<name>.json` and `<name>.md` under `out`, print the markdown; the exit status."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    markdown = render(report)
+    (out / f"{name}.md").write_text(markdown)
+    print(markdown)
+    return 0

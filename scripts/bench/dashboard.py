@@ -85,6 +85,8 @@ def _auth() -> dict[str, str]:
 def pages(api: Any) -> dict[str, str]:
     listing = api.get("/memory/by-tag?tags=locomo&limit=1", headers=_auth()).get_json()
     memory_id = listing["memories"][0]["id"] if listing["memories"] else ""
+    found = api.get("/entities?limit=1", headers=_auth()).get_json().get("entities") or [{}]
+    entity = found[0].get("slug", "none")
     return {
         "overview": "/ui/",
         "tags": "/ui/tags",
@@ -96,6 +98,7 @@ def pages(api: Any) -> dict[str, str]:
         "graph": f"/ui/graph?memory={memory_id}&depth=2",
         "snapshot": "/ui/graph",
         "entities": "/ui/entities",
+        "entity": f"/ui/entity/{entity}",
         "ops": "/ui/ops",
     }
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from automem.embedding.fastembed import FastEmbedProvider
 from scripts.bench import locomo
-from scripts.bench.common import MODEL_DIR, ROOT, git_commit, log, machine_info
+from scripts.bench.common import MODEL_DIR, ROOT, log, run_meta, write_report
 
 DATA = ROOT.parent / "shared" / "data"
 Embed = Callable[[Sequence[str]], list[list[float]]]
@@ -124,23 +124,8 @@ def main() -> int:
                     }
                 )
     effect = {name: window_effect(texts) for name, texts in corpora.items()}
-    report = {
-        "meta": {
-            "date": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": machine_info(),
-            "git_commit": git_commit(),
-            "command": "python scripts/bench/embedding.py " + " ".join(sys.argv[1:]),
-            "model": str(MODEL_DIR.name),
-        },
-        "rows": rows,
-        "window_effect": effect,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "embedding.json").write_text(json.dumps(report, indent=2) + "\n")
-    markdown = render(report)
-    (args.out / "embedding.md").write_text(markdown)
-    print(markdown)
-    return 0
+    report = {"meta": run_meta("embedding.py", model=MODEL_DIR.name), "rows": rows, "window_effect": effect}
+    return write_report(args.out, "embedding", report, render)
 
 
 def render(report: dict[str, Any]) -> str:

@@ -48,6 +48,12 @@ def test_text_the_stores_cannot_hold_is_a_400_naming_the_field(api: Api, service
             "body",
         ),
         ("POST", "/recall", r'{"query": "x", "exclude_tags": ["\ud83d"]}', "body"),
+        (  # found by the fuzzer: an ignored field's huge number hid the NUL behind it (a 500)
+            "POST",
+            "/memory/batch",
+            r'{"memories": [{"content": "a", "x": -70452184182900645691392}, {"content": "b\u0000"}]}',
+            "memories[1].content",
+        ),
         ("PATCH", f"/memory/{uuid.uuid4()}", r'{"content": "\u0000"}', "content"),
     ]
     for method, path, body, field in cases:
