@@ -317,7 +317,12 @@ class GraphStore(
             moved += page
             if page < MIGRATION_PAGE:
                 break
-        self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
+        try:
+            self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
+        except redis.exceptions.ResponseError:
+            # The API and the worker start together: the other one may have dropped it first.
+            if ("Memory", "vector", "embedding") in self._existing_indexes():
+                raise
         log.info("moved %d embeddings to their own nodes", moved)
         return moved
 

@@ -103,7 +103,7 @@ def tags() -> str:
     prefix = request.args.get("prefix", "").strip() or None
     mode = request.args.get("mode", "any")
     match = request.args.get("match", "prefix")
-    offset = max(0, _int(request.args.get("offset") or "0"))
+    offset = _offset()
     tree = svc.memories.tag_tree(prefix, current_tenant())
     listing = None
     if prefix:
@@ -143,7 +143,7 @@ def _engine() -> RecallEngine:
 @bp.get("/memories")
 def memories() -> str:
     args = request.args
-    offset = max(0, _int(args.get("offset") or "0"))
+    offset = _offset()
     data: dict[str, Any] = {
         "limit": PAGE_SIZE + 1,  # one more says whether a next page exists
         "offset": offset,
@@ -218,7 +218,7 @@ def edit(memory_id: str) -> str | Response:
     form = request.form
     body: dict[str, Any] = {
         "content": form.get("content", ""),
-        "if_version": _int(form.get("version")),
+        "if_version": _int(form.get("version"), "version"),
     }
     body["tags"] = [t.strip() for t in form.get("tags", "").split(",") if t.strip()]
     if form.get("importance"):
@@ -237,11 +237,16 @@ def edit(memory_id: str) -> str | Response:
     return _redirect(f"/ui/memory/{memory_id}?saved=1")
 
 
-def _int(raw: str | None) -> int:
+def _int(raw: str | None, field: str) -> int:
     try:
         return int(raw or "")
     except ValueError as exc:
-        raise InvalidInput("a number was expected; reload the page", field="version") from exc
+        raise InvalidInput("a number was expected; reload the page", field=field) from exc
+
+
+def _offset() -> int:
+    """The page's `?offset=` (0 when absent)."""
+    return max(0, _int(request.args.get("offset") or "0", "offset"))
 
 
 @bp.post("/memory/<memory_id>/delete")

@@ -84,8 +84,10 @@ def test_a_store_of_the_older_layout_is_migrated(api: Api, services: Services, j
         f"OPTIONS {{dimension: {dimension}, similarityFunction: 'cosine'}}"
     )
     assert _vector_nodes(services) == {}
+    stale = graph._existing_indexes()  # what a second process read before the first migrated
     graph.ensure_schema(dimension)
     graph.ensure_schema(dimension)  # again: nothing left to move
+    assert graph._move_embeddings_to_vector_nodes(stale) == 0  # the index is gone: no error
     nodes = _vector_nodes(services)
     assert set(nodes) == set(ids)
     assert all(nodes[i][1][n] == 1.0 for n, i in enumerate(ids))
