@@ -52,6 +52,7 @@ MEMORY_FIELDS = (
     "rev",
     "embedding_hash",
     "embedding_model",
+    "embedding_context",
     "enriched",
     "enriched_at",
     "enrichment_version",
@@ -86,6 +87,8 @@ class MemoryRecord:
     rev: int = 1
     embedding_hash: str | None = None
     embedding_model: str | None = None
+    # The memory whose words were embedded after this one's (retrieval context); "" for none.
+    embedding_context: str | None = None
     enriched: bool = False
     enriched_at: str | None = None
     enrichment_version: int = 0

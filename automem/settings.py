@@ -301,6 +301,15 @@ class Settings(BaseSettings):
         "Texts per embedding job (one model call; the local model sorts them by length into "
         "batches of 32, so larger calls waste less on padding).",
     )
+    retrieval_context_chars: int = _setting(
+        300,
+        "RETRIEVAL_CONTEXT_CHARS",
+        "embedding",
+        "Characters of the previous memory of the same sequence (its conversation, session or "
+        "most specific tag) embedded after a memory's own words, so a "
+        "reply such as 'Yes, twice last month!' is found by what it answers. The stored content "
+        "is untouched; client-supplied vectors are never replaced. 0: embed the content alone.",
+    )
     embedding_max_tokens: int = _setting(
         0,
         "EMBEDDING_MAX_TOKENS",

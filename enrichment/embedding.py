@@ -4,6 +4,11 @@ The embedding is written only if the content is still the one that was embedded 
 checks the content hash), so an edit during the job is never reverted: the edit queued its own
 embedding job. Client-supplied vectors are the client's and are never replaced. A memory whose
 vector or links fail on their own is recorded and skipped; the rest of the batch is written.
+
+Retrieval context: a memory is embedded with the start of the memory it follows in its
+sequence (RETRIEVAL_CONTEXT_CHARS), because a reply alone ("Yes, twice last month!") does not
+say what it is about. Which memory that was is stored with the vector (`embedding_context`);
+when enrichment finds a memory spliced in before it later, the memory is embedded again.
 """
 
 from __future__ import annotations
@@ -38,11 +43,13 @@ def embed_memories(memory_ids: list[str], force: bool = False, run: str | None =
 
 def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
     label = svc.embedder.label
-    docs = svc.graph.get_memories(memory_ids)
-    todo = [d for d in docs if d.state != "deleted" and _needs_embedding(d, label, force)]
+    docs = [d for d in svc.graph.get_memories(memory_ids) if d.state != "deleted"]
+    contexts = retrieval_contexts(svc, docs)
+    todo = [d for d in docs if _needs_embedding(d, label, force, contexts.get(d.id))]
     if not todo:
         return {"embedded": 0, "skipped": len(memory_ids)}
-    vectors = svc.embedder.embed([d.content for d in todo])
+    chars = svc.settings.retrieval_context_chars
+    vectors = svc.embedder.embed([retrieval_text(d, contexts.get(d.id), chars) for d in todo])
     now = now_iso()
     rows, failed = [], 0
     for doc, vector in zip(todo, vectors, strict=True):
@@ -50,7 +57,9 @@ def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
         if isinstance(checked, ItemFailed):  # a provider's NaN or short vector: this memory only
             failed += 1
             continue
-        rows.append({"id": doc.id, "hash": doc.content_hash, "vector": checked, "model": label, "at": now})
+        context = contexts.get(doc.id)
+        row = {"id": doc.id, "hash": doc.content_hash, "vector": checked, "model": label, "at": now}
+        rows.append({**row, "context": context.id if context else ""})
     written = svc.graph.set_embeddings(rows) if rows else []
     linked = _link_similar_all(svc, written)
     svc.sync.request(written)
@@ -63,11 +72,32 @@ def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
     }
 
 
-def _needs_embedding(doc: MemoryRecord, label: str, force: bool) -> bool:
+def retrieval_contexts(svc: Services, docs: list[MemoryRecord]) -> dict[str, MemoryRecord]:
+    """Each memory's predecessor in its sequence (RETRIEVAL_CONTEXT_CHARS), for the memories
+    the service embeds; memories with a client's vector or no predecessor are left out."""
+    if svc.settings.retrieval_context_chars <= 0:
+        return {}
+    previous = {d.id: svc.graph.previous_in_sequence(d) for d in docs if d.embedding_model != "client"}
+    wanted = {p for p in previous.values() if p}
+    found = {d.id: d for d in svc.graph.get_memories(list(wanted))} if wanted else {}
+    return {i: found[p] for i, p in previous.items() if p in found}
+
+
+def retrieval_text(doc: MemoryRecord, context: MemoryRecord | None, chars: int) -> str:
+    """The memory's own words first (a long one keeps them when the model cuts), then the
+    first `chars` of what it follows."""
+    if context is None:
+        return doc.content
+    return f"{doc.content}\n{context.content[:chars]}"
+
+
+def _needs_embedding(doc: MemoryRecord, label: str, force: bool, context: MemoryRecord | None) -> bool:
     if doc.embedding_hash != doc.content_hash:
         return True
     model = doc.embedding_model
-    return model != "client" and (force or model != label)
+    if model == "client":
+        return False
+    return force or model != label or (doc.embedding_context or "") != (context.id if context else "")
 
 
 def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:

@@ -162,6 +162,19 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
 
 
+def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
+    """Embed again the memories whose vector was made with another predecessor's words than
+    the one they now follow (a memory arrived late and was spliced in before them). Memories
+    not embedded yet are left to their pending embedding job, client vectors to the client."""
+    if svc.settings.retrieval_context_chars <= 0:
+        return
+    for doc in svc.graph.get_memories(list(predecessors)):
+        follows = predecessors[doc.id]
+        stale = (doc.embedding_context or "") != follows
+        if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
+            svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
+
+
 def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
     """Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
     the second attempt on: the graph store refuses a write that names a merged entity, so the
@@ -186,7 +199,9 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
             _classify_if_unsure(svc, doc)
-            link_sequence(svc.graph, svc.queue_redis, doc.with_props(plan.props), now)
+            moved = link_sequence(svc.graph, svc.queue_redis, doc.with_props(plan.props), now)
+            if moved:
+                _refresh_retrieval_contexts(svc, moved)
             if doc.embedded:
                 link_similar(
                     svc.graph,

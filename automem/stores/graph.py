@@ -48,6 +48,7 @@ RECALL_FIELDS = tuple(
     not in (
         "content_hash",
         "embedding_model",
+        "embedding_context",
         "enriched_at",
         "enrichment_version",
         "classification",
@@ -516,7 +517,8 @@ class GraphStore(
         """Store embeddings computed for a content hash; rows whose content changed since are
         skipped, and so is a memory the client gave its own vector for this content meanwhile.
 
-        Each row: {"id", "hash", "vector", "model", "at"}. Returns the ids that were written.
+        Each row: {"id", "hash", "vector", "model", "at", "context"} (`context`: the id of the
+        memory whose words were embedded with this one's, "" for none). Returns the ids written.
         """
         cypher = (
             """
@@ -524,7 +526,8 @@ class GraphStore(
         MATCH (m:Memory {id: r.id})
         WHERE m.content_hash = r.hash AND m.state <> 'deleted'
           AND NOT (coalesce(m.embedding_model, '') = 'client' AND m.embedding_hash = m.content_hash)
-        SET m.embedding_hash = r.hash, m.embedding_model = r.model, m.embedded_at = r.at, m.rev = m.rev + 1
+        SET m.embedding_hash = r.hash, m.embedding_model = r.model, m.embedded_at = r.at,
+            m.embedding_context = r.context, m.rev = m.rev + 1
         WITH m, r
         """
             + _REPLACE_EMBEDDING.format(when="true", value="r.vector")
@@ -849,6 +852,10 @@ class GraphStore(
         """(previous, next) active memory of `doc`'s sequence scope by event time; equal
         timestamps are ordered by creation time, then id."""
         return self._sequence_neighbour(doc, "<", "DESC"), self._sequence_neighbour(doc, ">", "ASC")
+
+    def previous_in_sequence(self, doc: MemoryRecord) -> str | None:
+        """The active memory just before `doc` in its sequence scope (what it follows)."""
+        return self._sequence_neighbour(doc, "<", "DESC")
 
     def _sequence_neighbour(self, doc: MemoryRecord, op: str, order: str) -> str | None:
         """The nearest neighbour on one side. A scope can hold a whole channel's history, and

@@ -124,11 +124,15 @@ class JobQueue:
         force: bool = False,
         run: str | None = None,
         tenant: str | None = None,
+        context: str = "",
     ) -> bool:
         """Embed these memories' current contents (`force`: even where a vector of the current
         model exists, for a full re-embedding). `run` names the re-embedding run the job belongs
-        to, so it reports the run's progress when done."""
-        digest = _digest(f"{i}:{h}" for i, h in zip(memory_ids, content_hashes, strict=True))
+        to, so it reports the run's progress when done. `context` (what changed around the
+        memories, e.g. their new predecessor) makes the job id differ from an embedding job of
+        the same contents that may be running with the old context."""
+        pairs = zip(memory_ids, content_hashes, strict=True)
+        digest = _digest([*(f"{i}:{h}" for i, h in pairs), *([context] if context else [])])
         job_id = f"{'reembed' if force else 'embed'}-{digest}"
         args: tuple[object, ...] = (list(memory_ids), force) + ((run,) if run else ())
         return self._enqueue("embed", JobName.EMBED, job_id, *args, tenant=tenant)

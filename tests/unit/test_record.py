@@ -35,6 +35,7 @@ FULL_ROW = {
     "rev": 5,
     "embedding_hash": "abc",
     "embedding_model": "client",
+    "embedding_context": "",
     "enriched": True,
     "enriched_at": "2025-01-02T03:05:00.000000+00:00",
     "enrichment_version": 1,

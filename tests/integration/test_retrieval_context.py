@@ -1,0 +1,109 @@
+"""Retrieval context: a memory is embedded with the start of the memory it follows in its
+sequence, its stored content untouched; a memory spliced in later is embedded into its
+successor's vector; client vectors and RETRIEVAL_CONTEXT_CHARS=0 keep the content alone."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from automem.app import create_app, stop_app
+from automem.services import Services
+from enrichment.context import use_services
+from tests.conftest import Api, make_settings, run_jobs
+
+SESSION = ["chat:session-7"]
+TURNS = (
+    ("Alice: Have you been camping this summer?", "2024-06-01T10:00:00Z"),
+    ("Bob: Yes, twice last month! The lake was freezing.", "2024-06-01T10:00:05Z"),
+    ("Alice: Brave. I only went hiking near the coast.", "2024-06-01T10:00:10Z"),
+)
+
+
+def _store(api: Api, content: str, timestamp: str, **fields: Any) -> str:
+    response = api.post("/memory", json={"content": content, "tags": SESSION, "timestamp": timestamp, **fields})
+    assert response.status_code == 201, response.get_json()
+    return str(response.get_json()["memory_id"])
+
+
+def _stored(services: Services, memory_id: str) -> tuple[list[float], str | None, str]:
+    [doc] = services.graph.get_memories([memory_id], with_embedding=True)
+    assert doc.embedding is not None
+    return doc.embedding, doc.embedding_context, doc.content
+
+
+def _same(a: list[float], b: list[float]) -> bool:
+    return all(math.isclose(x, y, abs_tol=1e-6) for x, y in zip(a, b, strict=True))
+
+
+def _embedding(services: Services, text: str) -> list[float]:
+    return services.embedder.embed([text])[0]
+
+
+def test_each_memory_is_embedded_with_what_it_follows(api: Api, services: Services) -> None:
+    ids = [_store(api, content, at) for content, at in TURNS]
+    run_jobs(services)
+    chars = services.settings.retrieval_context_chars
+    assert chars > 0
+    first, context, content = _stored(services, ids[0])
+    assert context == "" and content == TURNS[0][0]
+    assert _same(first, _embedding(services, TURNS[0][0]))
+    for index in (1, 2):
+        vector, context, content = _stored(services, ids[index])
+        assert context == ids[index - 1]
+        assert content == TURNS[index][0]  # what the client stored is untouched
+        expected = f"{TURNS[index][0]}\n{TURNS[index - 1][0][:chars]}"
+        assert _same(vector, _embedding(services, expected))
+        assert not _same(vector, _embedding(services, TURNS[index][0]))
+    assert api.get(f"/memory/{ids[1]}").get_json()["memory"]["content"] == TURNS[1][0]
+
+
+def test_a_memory_spliced_in_later_becomes_its_successors_context(api: Api, services: Services) -> None:
+    first = _store(api, TURNS[0][0], TURNS[0][1])
+    last = _store(api, TURNS[2][0], TURNS[2][1])
+    run_jobs(services)
+    assert _stored(services, last)[1] == first
+    late = _store(api, TURNS[1][0], TURNS[1][1])  # arrives after its successor was embedded
+    run_jobs(services)
+    vector, context, _ = _stored(services, last)
+    assert context == late
+    chars = services.settings.retrieval_context_chars
+    assert _same(vector, _embedding(services, f"{TURNS[2][0]}\n{TURNS[1][0][:chars]}"))
+    assert _stored(services, late)[1] == first
+
+
+def test_a_client_vector_is_never_replaced_by_a_contextual_one(api: Api, services: Services) -> None:
+    _store(api, TURNS[0][0], TURNS[0][1])
+    own = [0.0] * services.embedder.dimension
+    own[3] = 1.0
+    reply = _store(api, TURNS[1][0], TURNS[1][1], embedding=own)
+    run_jobs(services)
+    vector, _, _ = _stored(services, reply)
+    assert _same(vector, own)
+
+
+@pytest.fixture
+def plain_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
+    app: Flask = create_app(
+        make_settings(settings.falkordb_url, tmp_path / "plain", retrieval_context_chars=0),
+        start_vector_drain=False,
+    )
+    app.config["TESTING"] = True
+    yield Api(app.test_client()), app.extensions["automem"]
+    use_services(None)
+    stop_app(app)
+
+
+def test_no_context_when_it_is_turned_off(plain_services: tuple[Api, Services]) -> None:
+    api, services = plain_services
+    _store(api, TURNS[0][0], TURNS[0][1])
+    reply = _store(api, TURNS[1][0], TURNS[1][1])
+    run_jobs(services)
+    vector, context, _ = _stored(services, reply)
+    assert context == ""
+    assert _same(vector, _embedding(services, TURNS[1][0]))
