@@ -442,6 +442,14 @@ class Settings(BaseSettings):
         "recall",
         "A recall channel slower than this is dropped from the answer (reported in `degraded`).",
     )
+    recall_question_parts: bool = _setting(
+        True,
+        "RECALL_QUESTION_PARTS",
+        "recall",
+        "Search each part of a two-part question as well as the whole ('..., the A or the B?', "
+        "'A compared to B', 'did A before B?', 'X and Y both ...'); a memory ranks by its best "
+        "relevance. English question structure only (automem/recall/split.py).",
+    )
     recall_exact_search_limit: int = _setting(
         5_000,
         "RECALL_EXACT_SEARCH_LIMIT",

@@ -55,6 +55,20 @@ class CandidatePool:
                 candidate.raw[channel] = score
                 candidate.rank[channel] = rank
 
+    def absorb(self, other: CandidatePool) -> None:
+        """Take in another search's candidates (fused on their own): each channel's best raw
+        score and rank, and each component's best value, relevance included."""
+        for found in other.values():
+            mine = self.by_id.get(found.id)
+            if mine is None:
+                self.by_id[found.id] = found
+                continue
+            for channel, score in found.raw.items():
+                if score > mine.raw.get(channel, float("-inf")):
+                    mine.raw[channel], mine.rank[channel] = score, found.rank[channel]
+            for name, value in found.components.items():
+                mine.components[name] = max(mine.components.get(name, 0.0), value)
+
     def get(self, memory_id: str) -> Candidate:
         return self.by_id.setdefault(memory_id, Candidate(memory_id))
 

@@ -26,7 +26,9 @@ TURNS = (
 
 
 def _store(api: Api, content: str, timestamp: str, **fields: Any) -> str:
-    response = api.post("/memory", json={"content": content, "tags": SESSION, "timestamp": timestamp, **fields})
+    response = api.post(
+        "/memory", json={"content": content, "tags": SESSION, "timestamp": timestamp, **fields}
+    )
     assert response.status_code == 201, response.get_json()
     return str(response.get_json()["memory_id"])
 
