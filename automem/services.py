@@ -108,7 +108,8 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     embedder = MeteredEmbedder(provider, queue_redis)
     vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None
     graph.ensure_schema(embedder.dimension)
-    sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch)
+    context_chars = settings.retrieval_context_chars if settings.retrieval_context_keywords else 0
+    sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch, context_chars)
     jobs = JobQueue(queue_redis, settings)
     llm = LlmClient.from_settings(settings, queue_redis)
     events = EventPublisher.from_url(queue_url)

@@ -310,6 +310,13 @@ class Settings(BaseSettings):
         "reply such as 'Yes, twice last month!' is found by what it answers. The stored content "
         "is untouched; client-supplied vectors are never replaced. 0: embed the content alone.",
     )
+    retrieval_context_keywords: bool = _setting(
+        False,
+        "RETRIEVAL_CONTEXT_KEYWORDS",
+        "embedding",
+        "Index a memory's retrieval context (RETRIEVAL_CONTEXT_CHARS of the memory it follows) for "
+        "keyword search too, not only in its vector.",
+    )
     embedding_max_tokens: int = _setting(
         0,
         "EMBEDDING_MAX_TOKENS",

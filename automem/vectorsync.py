@@ -62,11 +62,13 @@ class VectorSync:
         vectors: VectorStore | None,
         queue_redis: redis.Redis | None,
         batch: int = 256,
+        context_chars: int = 0,
     ) -> None:
         self.graph = graph
         self.vectors = vectors
         self.redis = queue_redis
         self.batch = batch
+        self.context_chars = context_chars
         self._group_ready = False
 
     @property
@@ -117,18 +119,30 @@ class VectorSync:
 
     def _upsert(self, docs: Sequence[MemoryRecord]) -> int:
         assert self.vectors is not None
+        contexts = self._contexts(docs)
         points = [
             VectorPoint(
                 id=doc.id,
                 vector=list(doc.embedding) if doc.embedding else None,
                 payload=payload_for(doc),
-                text=keyword_text(doc.content, doc.timestamp),
+                text=keyword_text(doc.content, doc.timestamp, contexts.get(doc.id, "")),
             )
             for doc in docs
         ]
         if points:
             self.vectors.upsert(points)
         return len(points)
+
+    def _contexts(self, docs: Sequence[MemoryRecord]) -> dict[str, str]:
+        """The start of the memory each one was embedded with (its retrieval context), for the
+        keyword index too (RETRIEVAL_CONTEXT_KEYWORDS); one graph read per write."""
+        if self.context_chars <= 0:
+            return {}
+        wanted = list({d.embedding_context for d in docs if d.embedding_context})
+        if not wanted:
+            return {}
+        found = {d.id: d.content[: self.context_chars] for d in self.graph.get_memories(wanted)}
+        return {d.id: found[d.embedding_context] for d in docs if d.embedding_context in found}
 
     def audit(self, page: int = 1000, sample: int = 10) -> dict[str, Any]:
         """What repair would do: memories without a point (`missing`), points older than their
@@ -284,10 +298,11 @@ class VectorSync:
             return -1
 
 
-def keyword_text(content: str | None, timestamp: str | None) -> str:
-    """What the keyword index holds: the content and its event date in words ("8 May 2023"),
-    so a query naming a day, month or year matches memories of that time."""
-    text = str(content or "")
+def keyword_text(content: str | None, timestamp: str | None, context: str = "") -> str:
+    """What the keyword index holds: the content, the retrieval context if any, and the event
+    date in words ("8 May 2023"), so a query naming a day, month or year matches memories of
+    that time."""
+    text = f"{content or ''}\n{context}" if context else str(content or "")
     try:
         moment = parse_iso(str(timestamp))
     except ValueError:

@@ -89,16 +89,39 @@ def test_a_client_vector_is_never_replaced_by_a_contextual_one(api: Api, service
     assert _same(vector, own)
 
 
-@pytest.fixture
-def plain_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
-    app: Flask = create_app(
-        make_settings(settings.falkordb_url, tmp_path / "plain", retrieval_context_chars=0),
-        start_vector_drain=False,
-    )
+def _other_app(settings: Any, path: Path, **overrides: Any) -> Iterator[tuple[Api, Services]]:
+    app: Flask = create_app(make_settings(settings.falkordb_url, path, **overrides), start_vector_drain=False)
     app.config["TESTING"] = True
     yield Api(app.test_client()), app.extensions["automem"]
     use_services(None)
     stop_app(app)
+
+
+@pytest.fixture
+def plain_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
+    yield from _other_app(settings, tmp_path / "plain", retrieval_context_chars=0)
+
+
+@pytest.fixture
+def keyword_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
+    yield from _other_app(settings, tmp_path / "keywords", retrieval_context_keywords=True)
+
+
+def _keyword_hits(services: Services, text: str) -> list[str]:
+    assert services.vectors is not None
+    return [h.id for h in services.vectors.keyword_search(text, 10, with_payload=False)]
+
+
+def test_the_keyword_index_holds_the_context_only_when_asked(
+    api: Api, services: Services, keyword_services: tuple[Api, Services]
+) -> None:
+    for client, svc in ((api, services), keyword_services):
+        ids = [_store(client, content, at) for content, at in TURNS[:2]]
+        run_jobs(svc)
+        found = _keyword_hits(svc, "camping summer")
+        assert ids[0] in found
+        assert (ids[1] in found) is svc.settings.retrieval_context_keywords
+        assert ids[1] in _keyword_hits(svc, "freezing lake")  # its own words, either way
 
 
 def test_no_context_when_it_is_turned_off(plain_services: tuple[Api, Services]) -> None:
