@@ -298,7 +298,9 @@ class ArchiveWriter:
         if kind == "memory":
             props = record["props"]
             self.memories.append({"props": props, "embedding": record.get("embedding")})
-            self.texts[str(props["id"])] = keyword_text(props.get("content"), props.get("timestamp"))
+            self.texts[str(props["id"])] = keyword_text(
+                props.get("content"), props.get("timestamp"), metadata=props.get("metadata")
+            )
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):

@@ -10,6 +10,7 @@ a crash of either side loses nothing: the owner re-reads its pending entries at 
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -125,7 +126,7 @@ class VectorSync:
                 id=doc.id,
                 vector=list(doc.embedding) if doc.embedding else None,
                 payload=payload_for(doc),
-                text=keyword_text(doc.content, doc.timestamp, contexts.get(doc.id, "")),
+                text=keyword_text(doc.content, doc.timestamp, contexts.get(doc.id, ""), doc.metadata),
             )
             for doc in docs
         ]
@@ -298,16 +299,35 @@ class VectorSync:
             return -1
 
 
-def keyword_text(content: str | None, timestamp: str | None, context: str = "") -> str:
-    """What the keyword index holds: the content, the retrieval context if any, and the event
+def keyword_text(content: str | None, timestamp: str | None, context: str = "", metadata: Any = None) -> str:
+    """What the keyword index holds: the content, the retrieval context if any, the relative
+    dates enrichment resolved (`metadata.enrichment.dates` labels: "weekend of 6 May 2023") and the event
     date in words ("8 May 2023"), so a query naming a day, month or year matches memories of
     that time."""
     text = f"{content or ''}\n{context}" if context else str(content or "")
+    labels = date_labels(metadata)
+    if labels:
+        text = f"{text}\n{'; '.join(labels)}"
     try:
         moment = parse_iso(str(timestamp))
     except ValueError:
         return text
     return f"{text} {moment.day} {moment.strftime('%B')} {moment.year}"
+
+
+def date_labels(metadata: Any) -> list[str]:
+    """The labels of the relative dates enrichment resolved (`metadata.enrichment.dates`;
+    `metadata` as a dict or its JSON)."""
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except ValueError:
+            return []
+    run = metadata.get("enrichment") if isinstance(metadata, dict) else None
+    dates = run.get("dates") if isinstance(run, dict) else None
+    if not isinstance(dates, list):
+        return []
+    return [str(d["label"]) for d in dates if isinstance(d, dict) and d.get("label")]
 
 
 def _payload_only(fields: dict[Any, Any]) -> bool:

@@ -26,7 +26,9 @@ from automem.record import MemoryRecord
 from automem.services import Services
 from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
+from automem.vectorsync import date_labels
 from enrichment.context import current_services
+from enrichment.dates import relative_dates
 from enrichment.entities import Entity, extract_entities
 from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.jobevents import enrichment_events, error_text
@@ -81,6 +83,9 @@ def derive(
         "entities": len(found),
         "summary": "llm" if summary else "rules",
     }
+    dates = [d.as_metadata() for d in relative_dates(doc.content, doc.timestamp)]
+    if dates:
+        metadata["enrichment"]["dates"] = dates
     props = {
         "tags": tags,
         "tag_prefixes": tag_prefixes(tags),
@@ -210,7 +215,9 @@ def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
                     s.enrichment_similarity_threshold,
                     now,
                 )
-            svc.sync.request([memory_id], payload_only=True)  # tags and rev: the vector is as it was
+            # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
+            dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
+            svc.sync.request([memory_id], payload_only=not dates_changed)
             return True
     return False
 

@@ -417,3 +417,22 @@ def test_admin_sync_repairs_vectors_from_the_graph(api: Api, services: Services,
     bad = api.post("/admin/sync", json={"all": "yes"}, headers=ADMIN)
     assert bad.status_code == 400
     assert bad.get_json()["field"] == "all"
+
+
+def test_relative_dates_are_resolved_and_searchable(api: Api, services: Services, jobs: Any) -> None:
+    camping = _store(api, "We went camping by the lake last weekend.", timestamp="2023-05-08T13:56:00Z")
+    other = _store(api, "We went camping by the lake.", timestamp="2023-05-08T13:56:00Z")
+    jobs()
+    memory = _memory(api, camping)
+    assert memory["content"] == "We went camping by the lake last weekend."  # untouched
+    [resolved] = memory["metadata"]["enrichment"]["dates"]
+    assert resolved == {
+        "text": "last weekend",
+        "start": "2023-05-06",
+        "end": "2023-05-08",
+        "label": "weekend of 6 May 2023",
+    }
+    assert "dates" not in _memory(api, other)["metadata"]["enrichment"]
+    assert services.vectors is not None
+    hits = services.vectors.keyword_search("camping on 6 May", 5, with_payload=False)
+    assert [h.id for h in hits][:1] == [camping]

@@ -1,0 +1,75 @@
+"""Relative dates in content, resolved against the memory's own time (2023-05-08 is a Monday)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from enrichment.dates import relative_dates
+
+MONDAY = "2023-05-08T13:56:00+00:00"
+SATURDAY = "2023-05-13T09:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("content", "timestamp", "start", "end", "label"),
+    [
+        ("We went camping last weekend.", MONDAY, "2023-05-06", "2023-05-08", "weekend of 6 May 2023"),
+        ("Yesterday the deploy failed.", MONDAY, "2023-05-07", "2023-05-08", "7 May 2023"),
+        ("Tonight we celebrate.", MONDAY, "2023-05-08", "2023-05-09", "8 May 2023"),
+        ("I signed up two weeks ago.", MONDAY, "2023-04-24", "2023-05-01", "week of 24 April 2023"),
+        ("Last Saturday was fun.", MONDAY, "2023-05-06", "2023-05-07", "6 May 2023"),
+        ("Last Saturday was fun.", SATURDAY, "2023-05-06", "2023-05-07", "6 May 2023"),
+        ("This past Friday I ran.", MONDAY, "2023-05-05", "2023-05-06", "5 May 2023"),
+        ("Next Monday we start.", MONDAY, "2023-05-15", "2023-05-16", "15 May 2023"),
+        ("Next month we move.", MONDAY, "2023-06-01", "2023-07-01", "June 2023"),
+        ("Last month was busy.", "2023-01-15T00:00:00Z", "2022-12-01", "2023-01-01", "December 2022"),
+        ("I painted it last year!", MONDAY, "2022-01-01", "2023-01-01", "2022"),
+        ("A month ago I quit.", "2023-03-31T00:00:00Z", "2023-02-01", "2023-03-01", "February 2023"),
+        ("Three days ago, at the lake.", MONDAY, "2023-05-05", "2023-05-06", "5 May 2023"),
+        ("We meet in 2 weeks.", MONDAY, "2023-05-22", "2023-05-29", "week of 22 May 2023"),
+    ],
+)
+def test_phrases_resolve_against_the_memory_time(
+    content: str, timestamp: str, start: str, end: str, label: str
+) -> None:
+    [found] = relative_dates(content, timestamp)
+    assert (found.start.isoformat(), found.end.isoformat(), found.label) == (start, end, label)
+    assert found.text in content.lower()
+
+
+def test_each_phrase_once_in_text_order_and_no_overlaps() -> None:
+    found = relative_dates("Last week, yesterday and last week again; this past week too.", MONDAY)
+    assert [r.text for r in found] == ["last week", "yesterday", "this past week"]
+
+
+@pytest.mark.parametrize(
+    ("content", "timestamp"),
+    [
+        ("We chose PostgreSQL for billing.", MONDAY),  # no relative time
+        ("The last weekend of the sprint", "not a time"),  # no usable timestamp
+        ("The lastweek typo and yesterdays news", MONDAY),  # not whole words
+    ],
+)
+def test_nothing_to_resolve(content: str, timestamp: str) -> None:
+    assert relative_dates(content, timestamp) == []
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["yesterday", "last week", "two months ago", "next friday", "this weekend", "a year ago", "words"]
+        ),
+        max_size=12,
+    ),
+    st.dates(min_value=date(1990, 1, 1), max_value=date(2090, 1, 1)),
+)
+def test_every_resolution_is_a_span_near_the_memory_time(phrases: list[str], day: date) -> None:
+    content = " and ".join(phrases)
+    for found in relative_dates(content, f"{day.isoformat()}T12:00:00Z"):
+        assert found.start < found.end
+        assert abs(found.start - day) <= timedelta(days=800)
+        assert found.text in content.lower()
