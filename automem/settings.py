@@ -310,6 +310,15 @@ class Settings(BaseSettings):
         "reply such as 'Yes, twice last month!' is found by what it answers. The stored content "
         "is untouched; client-supplied vectors are never replaced. 0: embed the content alone.",
     )
+    retrieval_context_gap_seconds: float = _setting(
+        1800.0,
+        "RETRIEVAL_CONTEXT_GAP_SECONDS",
+        "embedding",
+        "A memory takes the words of the memory it follows (RETRIEVAL_CONTEXT_CHARS) only when that "
+        "memory is at most this much older: the turns of one conversation. Notes filed under one "
+        "tag hours or days apart are separate thoughts and are embedded alone, and so are memories "
+        "with neither a session id nor a tag.",
+    )
     retrieval_context_keywords: bool = _setting(
         False,
         "RETRIEVAL_CONTEXT_KEYWORDS",

@@ -21,7 +21,7 @@ from automem.events import EventType
 from automem.jobnames import JobName
 from automem.record import MemoryRecord
 from automem.services import Services
-from automem.timeutil import now_iso
+from automem.timeutil import now_iso, parse_iso
 from automem.validation import check_vector
 from enrichment.context import current_services
 from enrichment.isolation import ItemFailed, clear_failures, isolated
@@ -74,13 +74,38 @@ def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
 
 def retrieval_contexts(svc: Services, docs: list[MemoryRecord]) -> dict[str, MemoryRecord]:
     """Each memory's predecessor in its sequence (RETRIEVAL_CONTEXT_CHARS), for the memories
-    the service embeds; memories with a client's vector or no predecessor are left out."""
+    the service embeds, when it is the earlier turn of the same conversation (`in_context`);
+    memories with a client's vector or no such predecessor are left out."""
     if svc.settings.retrieval_context_chars <= 0:
         return {}
-    previous = {d.id: svc.graph.previous_in_sequence(d) for d in docs if d.embedding_model != "client"}
+    candidates = [d for d in docs if d.embedding_model != "client" and d.seq_scope]
+    previous = {d.id: svc.graph.previous_in_sequence(d) for d in candidates}
+    return contexts_of(svc, {d.id: d for d in candidates}, previous)
+
+
+def contexts_of(
+    svc: Services, docs: dict[str, MemoryRecord], previous: dict[str, str | None]
+) -> dict[str, MemoryRecord]:
+    """memory id -> the predecessor whose words its vector carries, for the ids in `previous`
+    whose predecessor passes `in_context`."""
     wanted = {p for p in previous.values() if p}
     found = {d.id: d for d in svc.graph.get_memories(list(wanted))} if wanted else {}
-    return {i: found[p] for i, p in previous.items() if p in found}
+    gap = svc.settings.retrieval_context_gap_seconds
+    return {
+        i: found[p]
+        for i, p in previous.items()
+        if p in found and i in docs and in_context(docs[i], found[p], gap)
+    }
+
+
+def in_context(doc: MemoryRecord, previous: MemoryRecord, gap_seconds: float) -> bool:
+    """Whether `previous` is the earlier turn of `doc`'s conversation rather than an unrelated
+    note of the same stream: both in a named sequence (a session id or a tag; the untagged
+    stream is no conversation) and at most `gap_seconds` apart."""
+    if not doc.seq_scope or not doc.timestamp or not previous.timestamp:
+        return False
+    apart = (parse_iso(str(doc.timestamp)) - parse_iso(str(previous.timestamp))).total_seconds()
+    return 0 <= apart <= gap_seconds
 
 
 def retrieval_text(doc: MemoryRecord, context: MemoryRecord | None, chars: int) -> str:

@@ -29,6 +29,7 @@ from automem.timeutil import now_iso
 from automem.vectorsync import date_labels
 from enrichment.context import current_services
 from enrichment.dates import relative_dates
+from enrichment.embedding import contexts_of
 from enrichment.entities import Entity, extract_entities
 from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.jobevents import enrichment_events, error_text
@@ -173,8 +174,10 @@ def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> 
     not embedded yet are left to their pending embedding job, client vectors to the client."""
     if svc.settings.retrieval_context_chars <= 0:
         return
-    for doc in svc.graph.get_memories(list(predecessors)):
-        follows = predecessors[doc.id]
+    docs = {d.id: d for d in svc.graph.get_memories(list(predecessors))}
+    contexts = contexts_of(svc, docs, {i: p or None for i, p in predecessors.items()})
+    for doc in docs.values():
+        follows = contexts[doc.id].id if doc.id in contexts else ""
         stale = (doc.embedding_context or "") != follows
         if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
             svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)

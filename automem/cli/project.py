@@ -15,6 +15,7 @@ from automem.settings import load_settings
 
 BENCHMARKS = {
     "locomo": "locomo.py",
+    "longmemeval": "longmemeval.py",
     "bm25": "bm25_backends.py",
     "enrichment": "enrichment.py",
     "load": "load.py",
@@ -69,7 +70,8 @@ def docs_command(args: argparse.Namespace) -> int:
 def add_bench(sub: Subparsers) -> None:
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: locomo (recall quality), load (speed and memory at 10k/100k; --tenants), "
+        help="run a benchmark: locomo (recall quality), longmemeval (session and turn recall on "
+        "LongMemEval_S haystacks, ingest and drain time), load (speed and memory at 10k/100k; --tenants), "
         "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
         "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
         "(graph writes and searches with the embedding on the memory or its own node)",

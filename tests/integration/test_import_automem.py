@@ -134,7 +134,9 @@ def build_automem_store(
     nodes = [_node(n) for n in range(count)]
     nodes[2]["metadata"] = "{not json"
     nodes[3]["timestamp"] = "sometime last spring"
-    nodes[5]["timestamp"] = 1_709_287_200  # unix seconds
+    # Unix seconds (2024-03-06T10:00Z, its own day: two notes of one tag at the same moment
+    # would be one conversation, and the later embedded with the earlier one's words).
+    nodes[5]["timestamp"] = 1_709_719_200
     nodes[6]["archived"] = True
     nodes[7]["protected"] = True
     nodes[7]["protected_reason"] = "core rule"
@@ -267,7 +269,7 @@ def assert_memories(api: Api, store: AutoMemStore) -> None:
     assert first["embedding_status"] == "stored"  # AutoMem's vector, same dimension
     by_id = {i: api.get(f"/memory/{i}").get_json()["memory"] for i in store.ids[2:8]}
     assert by_id[store.ids[2]]["metadata"] == {"automem_metadata_raw": "{not json"}
-    assert by_id[store.ids[5]]["timestamp"] == "2024-03-01T10:00:00.000000+00:00"  # from unix seconds
+    assert by_id[store.ids[5]]["timestamp"] == "2024-03-06T10:00:00.000000+00:00"  # from unix seconds
     assert by_id[store.ids[6]]["metadata"]["automem_archived"] is True
     assert by_id[store.ids[7]]["metadata"]["pinned"] is True
     assert api.get(f"/memory/{store.duplicate}").status_code == 404  # merged into ids[1]

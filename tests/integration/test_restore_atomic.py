@@ -85,7 +85,8 @@ def _duplicate_entity(records: Records) -> None:
 
 
 def _short_vector(records: Records) -> None:
-    point = _first(records, "vector")
+    # A point may hold no vector yet (its embedding job still queued): shorten one that has.
+    point = next(r for r in records if r["kind"] == "vector" and r.get("vector"))
     point["vector"] = point["vector"][:-1]
 
 

@@ -132,3 +132,33 @@ def test_no_context_when_it_is_turned_off(plain_services: tuple[Api, Services]) 
     vector, context, _ = _stored(services, reply)
     assert context == ""
     assert _same(vector, _embedding(services, TURNS[1][0]))
+
+
+@pytest.mark.parametrize(
+    ("tags", "apart"),
+    [(SESSION, "2024-06-01T11:00:00Z"), (SESSION, "2024-06-03T10:00:00Z"), ([], "2024-06-01T10:00:05Z")],
+    ids=["an hour apart", "two days apart", "untagged"],
+)
+def test_a_note_that_is_no_reply_is_embedded_alone(
+    api: Api, services: Services, tags: list[str], apart: str
+) -> None:
+    """Two notes of one tag filed hours apart, or two untagged notes, are separate thoughts: the
+    later one's vector does not carry the earlier one's words (it would be found for them)."""
+    assert services.settings.retrieval_context_gap_seconds < 3600
+    api.post("/memory", json={"content": TURNS[0][0], "tags": tags, "timestamp": TURNS[0][1]})
+    later = api.post("/memory", json={"content": TURNS[1][0], "tags": tags, "timestamp": apart})
+    assert later.status_code == 201
+    run_jobs(services)
+    vector, context, _ = _stored(services, str(later.get_json()["memory_id"]))
+    assert context == ""
+    assert _same(vector, _embedding(services, TURNS[1][0]))
+
+
+def test_a_late_note_far_from_its_neighbours_leaves_their_vectors_alone(api: Api, services: Services) -> None:
+    """A memory spliced in before another but a day earlier does not become its context."""
+    first = _store(api, TURNS[0][0], TURNS[0][1])
+    last = _store(api, TURNS[2][0], TURNS[2][1])
+    run_jobs(services)
+    _store(api, TURNS[1][0], "2024-05-31T10:00:00Z")  # filed late, dated the day before both
+    run_jobs(services)
+    assert _stored(services, last)[1] == first
