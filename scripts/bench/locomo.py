@@ -34,12 +34,12 @@ import sys
 import time
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -371,14 +371,17 @@ class IngestStats:
     embed_wait_s: float = 0.0
 
 
-def ingest_turns(
-    client: httpx.Client, turns: Sequence[Turn], chunk_size: int = CHUNK_ITEMS
-) -> tuple[dict[str, str], Counter[str]]:
-    """POST the turns through /memory/batch; dia_id -> memory id as returned (a duplicate maps to
-    the existing memory), and the count of each status."""
-    mapping: dict[str, str] = {}
+def store_batches(
+    client: httpx.Client,
+    memories: Sequence[dict[str, Any]],
+    labels: Sequence[str],
+    chunk_size: int = CHUNK_ITEMS,
+) -> tuple[list[str], Counter[str]]:
+    """POST the memories through /memory/batch in chunks; the memory id answered for each, in
+    order (a duplicate's is the existing memory's), and the count of each status. `labels` name
+    the items in errors."""
+    ids: list[str] = []
     statuses: Counter[str] = Counter()
-    memories = [build_memory(t) for t in turns]
     offset = 0
     for chunk in chunk_items(memories, max_items=chunk_size):
         response = client.post("/memory/batch", json={"memories": chunk})
@@ -387,24 +390,37 @@ def ingest_turns(
         results = response.json()["results"]
         if len(results) != len(chunk):
             raise SystemExit(f"POST /memory/batch answered {len(results)} results for {len(chunk)} items")
-        for turn, result in zip(turns[offset : offset + len(chunk)], results, strict=True):
+        for label, result in zip(labels[offset : offset + len(chunk)], results, strict=True):
             statuses[result.get("status", "?")] += 1
             if result.get("status") not in ("created", "duplicate") or not result.get("id"):
-                raise SystemExit(f"{turn.sample_id} {turn.dia_id}: unexpected batch result {result}")
-            mapping[turn.dia_id] = str(result["id"])
+                raise SystemExit(f"{label}: unexpected batch result {result}")
+            ids.append(str(result["id"]))
         offset += len(chunk)
-    return mapping, statuses
+    return ids, statuses
+
+
+def ingest_turns(
+    client: httpx.Client, turns: Sequence[Turn], chunk_size: int = CHUNK_ITEMS
+) -> tuple[dict[str, str], Counter[str]]:
+    """POST the turns through /memory/batch; dia_id -> memory id as returned (a duplicate maps to
+    the existing memory), and the count of each status."""
+    memories = [build_memory(t) for t in turns]
+    labels = [f"{t.sample_id} {t.dia_id}" for t in turns]
+    ids, statuses = store_batches(client, memories, labels, chunk_size)
+    return {t.dia_id: memory_id for t, memory_id in zip(turns, ids, strict=True)}, statuses
 
 
 def stored_contents(client: httpx.Client, sample_id: str) -> dict[str, str]:
     """normalised content -> memory id of every memory tagged locomo:<sample_id>."""
+    return contents_by_tag(client, conversation_tag(sample_id))
+
+
+def contents_by_tag(client: httpx.Client, tag: str) -> dict[str, str]:
+    """normalised content -> memory id of every memory carrying `tag` (GET /memory/by-tag, paged)."""
     found: dict[str, str] = {}
     offset = 0
     while True:
-        response = client.get(
-            "/memory/by-tag",
-            params={"tags": conversation_tag(sample_id), "limit": LISTING_PAGE, "offset": offset},
-        )
+        response = client.get("/memory/by-tag", params={"tags": tag, "limit": LISTING_PAGE, "offset": offset})
         if response.status_code != 200:
             raise SystemExit(f"GET /memory/by-tag: {response.status_code} {response.text[:300]}")
         body = response.json()
@@ -526,6 +542,14 @@ def ask(client: httpx.Client, question: Question, limit: int, extra: dict[str, A
         "limit": limit,
         **(extra or {}),
     }
+    return Answer(question, *post_recall(client, body))
+
+
+def post_recall(
+    client: httpx.Client, body: dict[str, Any]
+) -> tuple[list[str], list[dict[str, Any]], float, dict[str, float]]:
+    """POST /recall: the ids and results in order, the client round trip in ms, and the server's
+    numeric `timings_ms`."""
     start = time.perf_counter()
     response = client.post("/recall", json=body)
     client_ms = (time.perf_counter() - start) * 1000
@@ -537,7 +561,7 @@ def ask(client: httpx.Client, question: Question, limit: int, extra: dict[str, A
     timings = {
         k: float(v) for k, v in (payload.get("timings_ms") or {}).items() if isinstance(v, int | float)
     }
-    return Answer(question, ids, results, client_ms, timings)
+    return ids, results, client_ms, timings
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -608,7 +632,14 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))]
 
 
-def latency_summary(answers: Sequence[Answer]) -> dict[str, Any]:
+class Timed(Protocol):
+    """A recall answer's latencies: the client round trip and the server's stages, in ms."""
+
+    client_ms: float
+    timings: dict[str, float]
+
+
+def latency_summary(answers: Sequence[Timed]) -> dict[str, Any]:
     client = [a.client_ms for a in answers]
     stages: dict[str, list[float]] = defaultdict(list)
     for a in answers:
@@ -758,25 +789,42 @@ def parse_ks(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--url", help="benchmark a running service instead of starting one")
-    parser.add_argument("--token", default=os.environ.get("AUTOMEM_API_TOKEN"), help="API key for --url")
     parser.add_argument("--k", type=parse_ks, default=[5, 10], help="cut-offs, comma list (default 5,10)")
     parser.add_argument("--limit", type=int, help="recall limit (default: the largest k)")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks", help="directory for the reports")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON")
     parser.add_argument("--conversations", help="comma list of sample ids (default: all)")
+    parser.add_argument("--dump-misses", type=Path, help="JSONL of questions missing evidence in top k")
+    add_service_arguments(parser, DEFAULT_DATA, "LoCoMo JSON")
+    return parser
+
+
+def add_service_arguments(parser: argparse.ArgumentParser, data: Path, data_help: str) -> None:
+    """The options of a retrieval benchmark run against a service: which service, where the data
+    and the reports are, ingest and wait settings."""
+    parser.add_argument("--url", help="benchmark a running service instead of starting one")
+    parser.add_argument("--token", default=os.environ.get("AUTOMEM_API_TOKEN"), help="API key for --url")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks", help="directory for the reports")
+    parser.add_argument("--data", type=Path, default=data, help=data_help)
     parser.add_argument(
         "--keep-data", type=Path, help="data dir of the embedded service, kept; a rerun skips ingest"
     )
     parser.add_argument("--ingest-only", action="store_true", help="ingest, wait for embeddings, stop")
-    parser.add_argument("--dump-misses", type=Path, help="JSONL of questions missing evidence in top k")
     parser.add_argument(
         "--recall-params", type=json.loads, default={}, help='extra /recall body fields, JSON: {"x": 1}'
     )
     parser.add_argument("--chunk", type=int, default=CHUNK_ITEMS, help="memories per batch request")
     parser.add_argument("--embed-timeout", type=float, default=1800, help="seconds to wait for embeddings")
     parser.add_argument("--start-timeout", type=float, default=180, help="seconds to wait for the service")
-    return parser
+
+
+def describe_embedding(client: httpx.Client, url: str) -> str:
+    """`provider/model (Nd)` of the service's embedding, from /health (logged; a warning for the
+    hash provider)."""
+    embedding = client.get("/health").json().get("embedding") or {}
+    embedding_desc = f"{embedding.get('provider')}/{embedding.get('model')} ({embedding.get('dimension')}d)"
+    log(f"service {url}: embedding {embedding_desc}")
+    if embedding.get("provider") == "hash":
+        log("WARNING: the service uses hash embeddings; semantic recall numbers are meaningless")
+    return embedding_desc
 
 
 def run(args: argparse.Namespace, url: str, token: str | None, service: str) -> int:
@@ -792,14 +840,7 @@ def run(args: argparse.Namespace, url: str, token: str | None, service: str) -> 
 
     headers = {"X-API-Key": token} if token else {}
     with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
-        health = client.get("/health").json()
-        embedding = health.get("embedding") or {}
-        embedding_desc = (
-            f"{embedding.get('provider')}/{embedding.get('model')} ({embedding.get('dimension')}d)"
-        )
-        log(f"service {url}: embedding {embedding_desc}")
-        if embedding.get("provider") == "hash":
-            log("WARNING: the service uses hash embeddings; semantic recall numbers are meaningless")
+        embedding_desc = describe_embedding(client, url)
         mappings, stats = ensure_ingested(client, conversations, args.chunk)
         stats.embed_wait_s = wait_for_embeddings(client, args.embed_timeout)
         for memory_id, owners in shared_ids(mappings).items():
@@ -884,21 +925,34 @@ def run(args: argparse.Namespace, url: str, token: str | None, service: str) -> 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    return with_service(
+        args, lambda a, svc, desc: run(a, svc.url, svc.token, desc), "automem-locomo-", common.model_env()
+    )
+
+
+def with_service(
+    args: argparse.Namespace,
+    run: Callable[[argparse.Namespace, common.Service, str], int],
+    prefix: str,
+    env: dict[str, str],
+) -> int:
+    """`run(args, service, description)` against --url (with --token, and --admin-token when the
+    parser has it), or else against an embedded service started with `env` (its data in
+    --keep-data when given) and stopped at the end; 130 when interrupted (SIGINT or SIGTERM)."""
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
     try:
         if args.url:
             if args.keep_data:
                 log("--keep-data is ignored with --url")
-            return run(args, args.url.rstrip("/"), args.token, f"external {args.url}")
+            url, admin = args.url.rstrip("/"), getattr(args, "admin_token", None)
+            external = common.Service(url, args.token or "", admin or "")
+            return run(args, external, f"external {args.url}")
         with common.embedded_service(
-            common.model_env(),
-            data_dir=args.keep_data,
-            start_timeout=args.start_timeout,
-            prefix="automem-locomo-",
+            env, data_dir=args.keep_data, start_timeout=args.start_timeout, prefix=prefix
         ) as service:
             kept = f", data kept in {args.keep_data}" if args.keep_data else ""
-            return run(args, service.url, service.token, f"embedded (automem serve{kept})")
+            return run(args, service, f"embedded (automem serve{kept})")
     except KeyboardInterrupt:
         log("interrupted")
         return 130
