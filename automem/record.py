@@ -102,6 +102,9 @@ class MemoryRecord:
     embedding: list[float] | None = None
     # Whether the stored embedding is of the current content (derived; recall's view reads it).
     embedded: bool = False
+    # Outgoing supersession edges (derived; recall's view reads it, None where not read): a
+    # memory with none is nobody's predecessor, so state resolution need not look.
+    superseded_out: int | None = None
     tag_prefixes: list[str] = field(default_factory=list)
 
     @classmethod

@@ -122,7 +122,7 @@ class RecallEngine:
             final_scores(pool, tuple(context_prefixes(q)), listing)
             results = self._cut(pool, q, flt, tally)
         with timer.stage("relations"):
-            relations = self._relations([c.id for c in results], q.relation_limit, edges, pool)
+            relations = self._relations([c.id for c in results], q.relation_limit, edges)
         self._record_access([c.id for c in results], [c.doc.version if c.doc else None for c in results])
         searched = not listing and self.svc.vectors is not None
         return response(q, flt, results, relations, timer, degraded, listing, tally, searched)
@@ -299,22 +299,13 @@ class RecallEngine:
         return out[q.offset :]
 
     def _relations(
-        self, ids: list[str], limit: int, known: dict[str, list[dict[str, Any]]], pool: CandidatePool
-    ) -> dict[str, list[tuple[dict[str, Any], MemoryRecord]]]:
-        """Edges of the results, each with a summary of the other memory. The seeds' edges were
-        already read by the graph channel, and most other ends are candidates whose memory is
-        at hand; only the rest are read."""
+        self, ids: list[str], limit: int, known: dict[str, list[dict[str, Any]]]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Edges of the results, each with a summary of the other memory (edges_of reads it
+        along). The seeds' edges were already read by the graph channel; only the rest are read."""
         missing = [i for i in ids if i not in known]
         fetched = self.svc.graph.edges_of(missing, MEMORY_LINKS, limit) if missing else {}
-        edges = {i: (known.get(i) or fetched.get(i, []))[:limit] for i in ids}
-        others = {e["id"] for found in edges.values() for e in found}
-        docs: dict[str, MemoryRecord] = {}
-        for other in others:
-            held = pool.by_id[other].doc if other in pool.by_id else None
-            if held is not None:
-                docs[other] = held
-        docs.update(self._hydrate_ids([i for i in others if i not in docs]))
-        return {i: [(e, docs[e["id"]]) for e in found if e["id"] in docs] for i, found in edges.items()}
+        return {i: (known.get(i) or fetched.get(i, []))[:limit] for i in ids}
 
     def _record_access(self, ids: list[str], versions: list[int | None]) -> None:
         """Access bookkeeping happens in a job, off the request path; losing it loses nothing."""

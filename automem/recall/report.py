@@ -17,11 +17,11 @@ from typing import Any
 
 from automem.recall.fusion import Candidate, match_type
 from automem.recall.query import RecallQuery
-from automem.record import MemoryRecord, memory_wire
+from automem.record import memory_wire
 from automem.relations import SYSTEM
 from automem.stores.recall_filter import RecallFilter
 
-Relations = dict[str, list[tuple[dict[str, Any], MemoryRecord]]]
+Relations = dict[str, list[dict[str, Any]]]  # memory id -> its edges (GraphStore.edges_of)
 
 
 class Timer:
@@ -113,7 +113,7 @@ def _sections(q: RecallQuery, results: list[Candidate], tally: Tally, listing: b
     }
 
 
-def item(candidate: Candidate, relations: list[tuple[dict[str, Any], MemoryRecord]]) -> dict[str, Any]:
+def item(candidate: Candidate, relations: list[dict[str, Any]]) -> dict[str, Any]:
     assert candidate.doc is not None
     out = {
         "id": candidate.id,
@@ -124,7 +124,7 @@ def item(candidate: Candidate, relations: list[tuple[dict[str, Any], MemoryRecor
         "score_components": candidate.components,
         "channels": candidate.channels,
         "source": "qdrant" if candidate.raw else "graph",
-        "relations": [relation(edge, other) for edge, other in relations],
+        "relations": [relation(edge) for edge in relations],
         "match_type": match_type(candidate),
     }
     if candidate.replaces:
@@ -135,21 +135,14 @@ def item(candidate: Candidate, relations: list[tuple[dict[str, Any], MemoryRecor
     return out
 
 
-def relation(edge: dict[str, Any], other: MemoryRecord) -> dict[str, Any]:
+def relation(edge: dict[str, Any]) -> dict[str, Any]:
+    """An edge of a result and a summary of the memory at its other end."""
     return {
         "type": edge["type"],
         "direction": "outgoing" if edge["outgoing"] else "incoming",
         "strength": edge.get("strength"),
         "system": edge["type"] in SYSTEM,
-        "memory": {
-            "id": edge["id"],
-            "type": other.type,
-            "timestamp": other.timestamp,
-            "importance": other.importance,
-            "confidence": other.confidence,
-            "tags": other.tags[:5],
-            "content": other.content[:160],
-        },
+        "memory": edge["other"],
     }
 
 

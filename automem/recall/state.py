@@ -61,7 +61,10 @@ def resolve_current(
 ) -> tuple[int, int]:
     """Replace superseded candidates by their heads; (heads that took a place, superseded
     candidates dropped without one: the head was already a candidate, or outside the filter)."""
-    successors = successor_map(graph, list(pool.by_id))
+    # A memory read with its supersession degree and none outgoing is no one's predecessor
+    # (recall's view reads the degree): only the rest are looked up, usually none at all.
+    maybe = [c.id for c in pool.values() if c.doc is None or c.doc.superseded_out != 0]
+    successors = successor_map(graph, maybe)
     heads = {mid: head_of(mid, successors) for mid in list(pool.by_id) if mid in successors}
     replaced = {mid: head for mid, head in heads.items() if head != mid}
     if not replaced:

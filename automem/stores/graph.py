@@ -23,6 +23,7 @@ from falkordb.helpers import quote_string
 
 from automem.errors import StoreUnavailable
 from automem.record import MEMORY_FIELDS, MemoryRecord
+from automem.relations import SUPERSEDING
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
@@ -57,8 +58,16 @@ RECALL_FIELDS = tuple(
         "summary",
     )
 )
-_RECALL_PROJECTION = ", ".join(f"m.{f}" for f in RECALL_FIELDS) + ", m.embedding_hash = m.content_hash"
-_RECALL_COLUMNS = (*RECALL_FIELDS, "embedded")
+# Two derived columns: whether the embedding is of the current content, and the count of
+# outgoing supersession edges (a degree lookup, free beside the row; a pattern comprehension
+# listing the edges cost 0.8 ms on 60 rows, more than the separate query it would save).
+_RECALL_PROJECTION = (
+    ", ".join(f"m.{f}" for f in RECALL_FIELDS)
+    + ", m.embedding_hash = m.content_hash, outdegree(m, "
+    + ", ".join(f"'{t}'" for t in SUPERSEDING)
+    + ")"
+)
+_RECALL_COLUMNS = (*RECALL_FIELDS, "embedded", "superseded_out")
 
 
 def _recall_doc(row: Sequence[Any]) -> MemoryRecord:
@@ -128,6 +137,28 @@ _CREATE_VECTOR = f"""
 class Vector32(list[float]):
     """An embedding on its way into `vecf32()`: FalkorDB keeps float32, so nine significant
     digits carry every bit, and one %-format call writes them ~3x faster than float repr."""
+
+
+def _edge(row: Sequence[Any]) -> dict[str, Any]:
+    """An `edges_of` row as a dict, the other memory's summary under `other`."""
+    rel_type, outgoing, strength, other_id, degree, mtype, timestamp, importance, confidence, tags, text = row
+    other = {
+        "id": other_id,
+        "type": mtype,
+        "timestamp": timestamp,
+        "importance": importance,
+        "confidence": confidence,
+        "tags": list(tags or []),
+        "content": text or "",
+    }
+    return {
+        "type": rel_type,
+        "outgoing": bool(outgoing),
+        "strength": strength,
+        "id": other_id,
+        "degree": int(degree),
+        "other": other,
+    }
 
 
 def vector32(values: Sequence[float] | None) -> Vector32 | None:
@@ -1123,10 +1154,12 @@ class GraphStore(
     ) -> dict[str, list[dict[str, Any]]]:
         """Up to `limit_per` edges of each memory to other memories (either direction), strongest
         and newest first: {type, outgoing, strength, id and degree (edges of these types) of the
-        other memory}.
+        other memory, and `other`: the other memory's summary (type, timestamp, importance,
+        confidence, first five tags, first 160 characters)}.
 
-        Only scalars in lists come back (maps and the other memory's fields cost ~3x to return);
-        callers describe the other memory from documents they already hold."""
+        Only scalars in lists come back (maps cost ~3x to return). The summary is what recall
+        shows of a related memory; reading it here (+0.06 ms for 10 memories' edges) saves the
+        separate read of the other memories (0.5-3 ms)."""
         if not ids or limit_per <= 0:
             return {}
         cypher = """
@@ -1138,16 +1171,12 @@ class GraphStore(
         ORDER BY coalesce(r.strength, r.score, 0.0) DESC, coalesce(r.updated_at, '') DESC
         WITH mid, collect([type(r), outgoing, coalesce(r.strength, r.score), o])[0..$n] AS edges
         RETURN mid, [e IN edges | [e[0], e[1], e[2], e[3].id,
-                                   indegree(e[3], $types) + outdegree(e[3], $types)]]
+                                   indegree(e[3], $types) + outdegree(e[3], $types),
+                                   e[3].type, e[3].timestamp, e[3].importance, e[3].confidence,
+                                   e[3].tags[0..5], left(e[3].content, 160)]]
         """
         rows = self._ro(cypher, {"ids": list(ids), "types": list(types), "n": limit_per})
-        return {
-            mid: [
-                {"type": t, "outgoing": bool(out), "strength": st, "id": oid, "degree": int(deg)}
-                for t, out, st, oid, deg in edges
-            ]
-            for mid, edges in rows
-        }
+        return {mid: [_edge(row) for row in edges] for mid, edges in rows}
 
     def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
         """Outgoing (old → new) supersession edges of these memories: (old_id, new_id, type)."""
