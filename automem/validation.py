@@ -29,11 +29,14 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from automem.tags import canonical_prefix
 from automem.timeutil import format_utc, parse_iso
 
 MIN_TIME = datetime(1000, 1, 1, tzinfo=UTC)
 MAX_TIME = datetime(9000, 12, 31, 23, 59, 59, tzinfo=UTC)
+_NUMBER_TYPES = {float, int}
 FLOAT32_MAX = 3.4028234663852886e38
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Characters that take no room: content made only of these and whitespace is empty.
@@ -104,13 +107,19 @@ def check_vector(values: Any, dimension: int | None = None) -> list[float]:
     """A list of finite float32-representable numbers (of `dimension` when given)."""
     if not isinstance(values, list) or not values:
         raise ValueError("must be a non-empty array of numbers")
-    if not all(type(v) in (float, int) for v in values):  # bool is an int subclass, not a number here
+    if not set(map(type, values)) <= _NUMBER_TYPES:  # bool is an int subclass, not a number here
         raise ValueError("must be an array of numbers")
-    floats = [float(v) for v in values]
-    if not all(math.isfinite(v) and abs(v) <= FLOAT32_MAX for v in floats):
+    # One numpy pass: a batch of 200 client vectors is 77k numbers (44 -> 21 us a vector).
+    # Integers beyond a float's range overflow the conversion: not finite either way.
+    try:
+        array = np.fromiter(values, dtype=np.float64, count=len(values))
+    except OverflowError:
+        array = np.array([math.inf])
+    if not (np.isfinite(array).all() and float(np.abs(array).max()) <= FLOAT32_MAX):
         raise ValueError("must hold finite numbers within float32's range (|v| <= 3.4e38)")
-    if dimension is not None and len(floats) != dimension:
-        raise ValueError(f"must contain exactly {dimension} values (got {len(floats)})")
+    if dimension is not None and len(values) != dimension:
+        raise ValueError(f"must contain exactly {dimension} values (got {len(values)})")
+    floats: list[float] = array.tolist()
     return floats
 
 
