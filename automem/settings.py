@@ -466,6 +466,23 @@ class Settings(BaseSettings):
         "'A compared to B', 'did A before B?', 'X and Y both ...'); a memory ranks by its best "
         "relevance. English question structure only (automem/recall/split.py).",
     )
+    recall_episode_hops: int = _setting(
+        1,
+        "RECALL_EPISODE_HOPS",
+        "recall",
+        "How far graph expansion follows a seed's sequence chain (its conversation, session or "
+        "most specific tag): 1 brings the turns just before and after, n the turns up to n away, "
+        "each inheriting 0.8 of the seed's relevance per turn between (automem/recall/expansion.py).",
+    )
+    recall_entity_linking: bool = _setting(
+        True,
+        "RECALL_ENTITY_LINKING",
+        "recall",
+        "Link the entities a query names (any run of one to three of its words that is an entity "
+        "of the tenant) to their memories: a memory mentioning one ranks a little higher, and the "
+        "memories of a rarely mentioned one join the candidates, weighted by how specific the "
+        "entity is (automem/recall/entity_link.py).",
+    )
     recall_exact_search_limit: int = _setting(
         5_000,
         "RECALL_EXACT_SEARCH_LIMIT",

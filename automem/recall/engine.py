@@ -21,6 +21,13 @@ from typing import Any, TypeVar, cast
 from automem.listing import ORDERS, Order, listed_docs
 from automem.memories import content_hash
 from automem.models import check_dimension
+from automem.recall.entity_link import (
+    PER_ENTITY,
+    RARE_MENTIONS,
+    LinkedEntity,
+    admit_linked,
+    query_keys,
+)
 from automem.recall.expansion import expand
 from automem.recall.fusion import (
     Candidate,
@@ -97,6 +104,7 @@ class RecallEngine:
         pool = CandidatePool()
         listing = not q.query and q.embedding is None
         fetch = max(q.limit + q.offset, self.svc.settings.recall_candidates)
+        linking = None if listing else self._start_linking(q.query, flt, timer)
         if listing:
             with timer.stage("listing"):
                 self._listing(pool, flt, q, fetch)
@@ -107,19 +115,32 @@ class RecallEngine:
         if not listing:
             self._search_parts(pool, flt, q, fetch, timer, degraded)
             tally.vector_matched = sum(1 for c in pool.values() if "vector" in c.raw)
+        linked = self._collect("entities", linking, degraded) if linking is not None else []
+        entities = admit_linked(pool, linked)
+        tally.linked = [{"name": e.name, "kind": e.kind, "mentions": e.mentions} for e in linked]
         with timer.stage("hydrate"):
-            self._hydrate(pool, flt, None if listing else q)
+            self._hydrate(pool, flt, None if listing else q, entities)
         edges: dict[str, list[dict[str, Any]]] = {}
         if not listing:
             with timer.stage("expand"):
-                tally.expanded = expand(self.svc.graph, pool, flt, q, self._hydrate_ids, edges, self.pool)
+                tally.expanded = expand(
+                    self.svc.graph,
+                    pool,
+                    flt,
+                    q,
+                    self._hydrate_ids,
+                    edges,
+                    self.pool,
+                    entities,
+                    self.svc.settings.recall_episode_hops,
+                )
         if q.state_mode == "current":
             with timer.stage("state"):
                 tally.replaced, tally.suppressed = resolve_current(
                     self.svc.graph, pool, flt, self._hydrate_ids
                 )
         with timer.stage("rank"):
-            final_scores(pool, tuple(context_prefixes(q)), listing)
+            final_scores(pool, tuple(context_prefixes(q)), listing, entities)
             results = self._cut(pool, q, flt, tally)
         with timer.stage("relations"):
             relations = self._relations([c.id for c in results], q.relation_limit, edges)
@@ -154,6 +175,17 @@ class RecallEngine:
             if future is not None:
                 hits = self._collect(name, future, degraded)
                 pool.add(name, hits)
+
+    def _start_linking(self, text: str, flt: RecallFilter, timer: Timer) -> Future[list[LinkedEntity]] | None:
+        """Look up the entities the query names while the channels search (entity_link)."""
+        if not text or not self.svc.settings.recall_entity_linking:
+            return None
+        keys = query_keys(text, flt.tenant)
+        return self.pool.submit(self._timed, timer, "entities", self._linked_entities, keys, flt)
+
+    def _linked_entities(self, keys: list[str], flt: RecallFilter) -> list[LinkedEntity]:
+        rows = self.svc.graph.linked_entities(keys, flt, RARE_MENTIONS, PER_ENTITY)
+        return [LinkedEntity(**row) for row in rows]
 
     def _search_parts(
         self,
@@ -221,12 +253,7 @@ class RecallEngine:
         with timer.stage(name):
             return fn(*args)
 
-    def _collect(
-        self,
-        name: str,
-        future: Future[list[Hit]],
-        degraded: list[str],
-    ) -> list[Hit]:
+    def _collect(self, name: str, future: Future[list[T]], degraded: list[str]) -> list[T]:
         try:
             return future.result(timeout=self.svc.settings.recall_channel_timeout_seconds)
         except FutureTimeout:
@@ -248,7 +275,13 @@ class RecallEngine:
         for doc in docs:
             pool.get(doc.id).doc = doc
 
-    def _hydrate(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery | None) -> None:
+    def _hydrate(
+        self,
+        pool: CandidatePool,
+        flt: RecallFilter,
+        q: RecallQuery | None,
+        entities: dict[str, float] | None = None,
+    ) -> None:
         """Read the candidates that can still make the top `limit` from the graph and filter them.
 
         Channels return ids and scores only (payloads cost more to fetch than the graph read of the
@@ -256,7 +289,7 @@ class RecallEngine:
         are dropped unread, keeping at least `limit` + FINAL_SPARE for the cut (listings, already
         read from the graph, pass `q=None`)."""
         if q is not None:
-            floor = reachable_floor(pool, q.limit + q.offset, bool(q.context_tags), q.sort)
+            floor = reachable_floor(pool, q.limit + q.offset, bool(q.context_tags), q.sort, entities)
             ordered = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))
             reachable = sum(1 for c in ordered if c.components.get("relevance", 0.0) >= floor)
             keep = max(q.limit + q.offset + FINAL_SPARE, reachable) if floor > 0 else len(ordered)

@@ -4,6 +4,8 @@ From the top seeds two kinds of links are followed, each bounded per seed and in
 
 - typed edges between memories (authored relations, PRECEDED_BY sequence, SIMILAR_TO, ...): the
   neighbour inherits `seed relevance x link weight x edge strength x hub damping`;
+- the seed's episode (RECALL_EPISODE_HOPS > 1): memories two or more turns away along its
+  sequence chain, within its named sequence, inherit `seed relevance x 0.8 ^ turns`;
 - shared entities (`expand_entities`): memories that mention an entity a seed mentions inherit
   `seed relevance x ENTITY_WEIGHT x specificity`, where an entity mentioned by many memories is
   weak evidence (specificity 1 / (1 + ln mentions)) and one mentioned by more than
@@ -24,7 +26,7 @@ The neighbour is then ranked together with the seeds by the same final score.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
@@ -42,6 +44,7 @@ ENTITY_WEIGHT = 0.6
 ENTITY_SEEDS = 5
 ENTITY_MAX_MENTIONS = 50
 ENTITY_FANOUT = 5
+EPISODE_SEEDS = 5
 
 Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
 Hydrate = Callable[[list[str]], dict[str, MemoryRecord]]  # ids -> memories read from the graph
@@ -60,6 +63,10 @@ class LinkReads(Protocol):
         self, keys: Sequence[str], flt: RecallFilter, limit_per: int
     ) -> dict[str, list[str]]: ...
 
+    def chain_neighbours(
+        self, ids: Sequence[str], min_hops: int, max_hops: int
+    ) -> list[tuple[str, str, int]]: ...
+
 
 def expand(
     graph: LinkReads,
@@ -69,22 +76,26 @@ def expand(
     hydrate: Hydrate,
     edge_cache: dict[str, list[dict[str, Any]]] | None = None,
     executor: Executor | None = None,
+    entities: Mapping[str, float] | None = None,
+    episode_hops: int = 1,
 ) -> int:
     """Admit the seeds' neighbours; the seeds' edges are left in `edge_cache` (the relations
-    stage reuses them). With an `executor`, entity links are read while typed edges are."""
+    stage reuses them). With an `executor`, entity links and the episode chain are read while
+    typed edges are. `episode_hops` > 1 follows the sequence chain that far (see _episode_offers)."""
     if q.expansion_limit == 0 or not len(pool):
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
-    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort)
+    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities)
     offers: Offers = {}
     entity_offers: Future[Offers] | None = None
     if q.expand_entities:
         entity_seeds = dict(list(relevance_of.items())[:ENTITY_SEEDS])
-        if executor is not None:
-            entity_offers = executor.submit(_entity_offers, graph, entity_seeds, flt)
-        else:
-            entity_offers = _done(_entity_offers(graph, entity_seeds, flt))
+        entity_offers = _submit(executor, _entity_offers, graph, entity_seeds, flt)
+    episode: Future[Offers] | None = None
+    if q.expand_relations and episode_hops > 1:
+        episode_seeds = dict(list(relevance_of.items())[:EPISODE_SEEDS])
+        episode = _submit(executor, _episode_offers, graph, episode_seeds, episode_hops)
     if q.expand_relations and q.relation_limit > 0:
         edges = graph.edges_of(list(relevance_of), MEMORY_LINKS, q.relation_limit)
         if edge_cache is not None:
@@ -93,9 +104,14 @@ def expand(
         linked = _above(_edge_offers(relevance_of, edges, q.expand_min_strength), floor)
         _damp_hubs(linked, {e["id"]: e["degree"] for found in edges.values() for e in found})
         _merge(offers, linked)
-    if entity_offers is not None:
-        _merge(offers, _above(entity_offers.result(), floor))
+    for found in (entity_offers, episode):
+        if found is not None:
+            _merge(offers, _above(found.result(), floor))
     return _admit(pool, _above(offers, floor), flt, q, hydrate)
+
+
+def _submit(executor: Executor | None, fn: Callable[..., Offers], *args: Any) -> Future[Offers]:
+    return executor.submit(fn, *args) if executor is not None else _done(fn(*args))
 
 
 def _done(offers: Offers) -> Future[Offers]:
@@ -180,6 +196,18 @@ def _entity_offers(graph: LinkReads, seeds_relevance: dict[str, float], flt: Rec
         via = {"id": seed_id, "type": "MENTIONS", "entity": entity.get("name"), "entity_key": key}
         for memory_id in memory_ids:
             _offer(offers, memory_id, value, via)
+    return offers
+
+
+def _episode_offers(graph: LinkReads, seeds_relevance: dict[str, float], hops: int) -> Offers:
+    """Memories of a seed's episode two to `hops` turns away along its sequence chain (the
+    direct neighbours come with the seed's other links). Each turn further from the seed is one
+    more PRECEDED_BY step, so the inherited share is that link's weight once per step (0.8,
+    0.64, 0.51): the same belief as for the next turn, applied again for every turn between."""
+    offers: Offers = {}
+    for seed_id, other, distance in graph.chain_neighbours(list(seeds_relevance), 2, hops):
+        value = seeds_relevance.get(seed_id, 0.0) * LINK_WEIGHTS["PRECEDED_BY"] ** distance
+        _offer(offers, other, value, {"id": seed_id, "type": "EPISODE", "hops": distance})
     return offers
 
 

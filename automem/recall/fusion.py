@@ -10,6 +10,7 @@ The final score mixes relevance with small priors (importance, context-tag boost
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,9 @@ from automem.record import MemoryRecord
 CHANNEL_WEIGHTS = {"vector": 0.5, "keyword": 0.5}
 IMPORTANCE_WEIGHT = 0.05
 CONTEXT_WEIGHT = 0.05
+# A memory that mentions an entity the query names (recall.entity_link), times the entity's
+# specificity; its share is taken from relevance only when the query names one.
+ENTITY_WEIGHT = 0.05
 
 
 @dataclass
@@ -96,19 +100,31 @@ def relevance(pool: CandidatePool) -> None:
 RELEVANCE_SHARE = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
 
 
-def reachable_floor(pool: CandidatePool, limit: int, context_tags: bool, sort: str = "score") -> float:
+def relevance_share(entities: Mapping[str, float] | None) -> float:
+    """The share of relevance in the final score: less the entity prior's when it applies."""
+    return RELEVANCE_SHARE - (ENTITY_WEIGHT if entities else 0.0)
+
+
+def reachable_floor(
+    pool: CandidatePool,
+    limit: int,
+    context_tags: bool,
+    sort: str = "score",
+    entities: Mapping[str, float] | None = None,
+) -> float:
     """The least relevance with which a memory could still make the top `limit` (0 when the
     answer is sorted by time: then any candidate may make it).
 
-    Final scores are RELEVANCE_SHARE x relevance plus the priors (importance, and the context
-    boost when context tags were given), so a memory whose relevance trails the limit-th
-    candidate's by more than the largest possible prior difference / RELEVANCE_SHARE can never
-    pass it, whatever its importance or tags."""
+    Final scores are the relevance share x relevance plus the priors (importance, the context
+    boost when context tags were given, the entity prior when the query names an entity), so a
+    memory whose relevance trails the limit-th candidate's by more than the largest possible
+    prior difference / the relevance share can never pass it, whatever its importance or tags."""
     ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
     if sort != "score" or len(ranked) < limit:
         return 0.0
     priors = IMPORTANCE_WEIGHT + (CONTEXT_WEIGHT if context_tags else 0.0)
-    return ranked[limit - 1] - priors / RELEVANCE_SHARE
+    priors += ENTITY_WEIGHT if entities else 0.0
+    return ranked[limit - 1] - priors / relevance_share(entities)
 
 
 def _normalised(channel: str, raw: float, best: float) -> float:
@@ -117,8 +133,16 @@ def _normalised(channel: str, raw: float, best: float) -> float:
     return raw / best if best > 0 else 0.0
 
 
-def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bool) -> None:
-    """Combine relevance (or, for listings, importance) with the priors into `score`."""
+def final_scores(
+    pool: CandidatePool,
+    context_tags: tuple[str, ...],
+    listing: bool,
+    entities: Mapping[str, float] | None = None,
+) -> None:
+    """Combine relevance (or, for listings, importance) with the priors into `score`.
+    `entities`: the entity tags the query names (`entity:<kind>:<slug>`), each with its
+    specificity; a memory carrying one gets the entity prior (the best of them)."""
+    share = relevance_share(entities)
     for candidate in pool.values():
         importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
         boost = _context_boost(candidate.doc, context_tags)
@@ -126,12 +150,18 @@ def final_scores(pool: CandidatePool, context_tags: tuple[str, ...], listing: bo
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
         candidate.components.update({"importance": importance, "context": boost})
-        score = (
-            base
-            if listing
-            else RELEVANCE_SHARE * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
-        )
+        score = base if listing else share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
+        if entities and not listing:
+            named = _entity_prior(candidate.doc, entities)
+            candidate.components["entity"] = round(named, 4)
+            score += ENTITY_WEIGHT * named
         candidate.score = round(min(1.0, max(0.0, score)), 6)
+
+
+def _entity_prior(doc: MemoryRecord | None, entities: Mapping[str, float]) -> float:
+    if doc is None:
+        return 0.0
+    return max((entities[t] for t in doc.tags if t in entities), default=0.0)
 
 
 def _context_boost(doc: MemoryRecord | None, context_tags: tuple[str, ...]) -> float:

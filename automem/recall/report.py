@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from automem.recall.fusion import Candidate, match_type
@@ -51,6 +51,7 @@ class Tally:
     suppressed: int = 0
     dedup_removed: int = 0
     below_min_score: int = 0
+    linked: list[dict[str, Any]] = field(default_factory=list)  # entities the query names
 
 
 def response(
@@ -100,6 +101,7 @@ def _sections(q: RecallQuery, results: list[Candidate], tally: Tally, listing: b
             "respect_tags": True,  # expanded memories obey the request's filter, always
         },
         "entity_expansion": {"enabled": q.expand_entities and not listing, "expanded_count": via_entity},
+        "query_entities": tally.linked,
         "state_filter": {
             "current_only": q.state_mode == "current",
             "suppressed_count": tally.suppressed,

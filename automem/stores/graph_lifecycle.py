@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
+
+from automem.timeutil import parse_iso
 
 # Each memory's embedding lives on its own node, (:MemoryVector {id, tenant, embedding}) keyed by
 # the memory's id, not on the memory: FalkorDB re-inserts a node's vector into the HNSW index on
@@ -21,6 +24,29 @@ import redis.exceptions
 # PATCHes all paid for an index insert. A vector node is written only when the embedding
 # changes. Backups carry the embedding with its memory, as before.
 VECTOR_LABEL = "MemoryVector"
+
+# A memory's timestamp again, as integer microseconds since 1970 (derived, written by the store
+# with every timestamp): FalkorDB's range index scans numbers right, while on strings it drops a
+# `<`/`<=` bound (FalkorDB #2239), so a time window over the ISO `timestamp` scanned from its
+# start to the newest memory. Sequence neighbours are looked up in windows of `ts_us`.
+TIME_KEY = "ts_us"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def epoch_us(timestamp: str) -> int:
+    """An ISO timestamp as microseconds since 1970 (exact: integers, not float seconds)."""
+    delta = parse_iso(timestamp) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def with_time_key(props: dict[str, Any]) -> dict[str, Any]:
+    """`props`, with TIME_KEY set from `timestamp` when they set it (a null timestamp clears it);
+    an incoming TIME_KEY (an archive's) is never trusted."""
+    if "timestamp" not in props:
+        return {k: v for k, v in props.items() if k != TIME_KEY}
+    timestamp = props["timestamp"]
+    return {**props, TIME_KEY: epoch_us(str(timestamp)) if timestamp else None}
+
 
 # The property that identifies a node of each label across stores (edges name endpoints by it).
 NODE_KEYS = {
@@ -154,7 +180,9 @@ class LifecycleQueries:
                 raise
 
     def restore_memories(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Rows {props, embedding}: memory nodes exactly as backed up (no dedup, no defaults)."""
+        """Rows {props, embedding}: memory nodes exactly as backed up (no dedup, no defaults;
+        the derived TIME_KEY is computed again)."""
+        rows = [{**r, "props": with_time_key(r["props"])} for r in rows]
         cypher = f"""
         UNWIND $rows AS r
         CREATE (m:Memory)

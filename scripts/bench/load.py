@@ -325,7 +325,7 @@ def measure_size(service: Service, corpus: Corpus, start: int, size: int, args: 
             during = recall_suite(client, corpus, args.rounds) | {"backlog_before": backlog}
             during["backlog_after"] = backlog_of(client)
             log("  recall during the drain: " + _p50s(during["recall"]))
-        drain = wait_drained(client, args.drain_timeout)
+        drain = wait_drained(client, drain_timeout(args, size))
         drain["since_ingest_s"] = round(time.perf_counter() - written_at, 1)
         drain["enrichment_per_s"] = _drain_rate(backlog.get("enrichment_pending"), drain)
         log(f"  drained: {drain}")
@@ -337,6 +337,7 @@ def measure_size(service: Service, corpus: Corpus, start: int, size: int, args: 
     memory = memory_of(service.proc.pid) if service.proc else []
     return {
         "size": size,
+        "disk_mb": disk_mb(service.data_dir),
         "ingest": ingest,
         "during_drain": during,
         "drain": drain,
@@ -353,10 +354,26 @@ def _p50s(results: dict[str, Any]) -> str:
 
 
 def _drain_rate(pending: Any, drain: dict[str, Any]) -> float | None:
-    """Memories enriched per second from the end of the ingest until the queues were empty."""
-    if not drain.get("drained") or not pending:
+    """Memories enriched per second from the end of the ingest until the queues were empty, or,
+    when the wait timed out (a 1M backlog takes hours), until the wait ended."""
+    if not pending:
         return None
-    return round(int(pending) / max(drain["since_ingest_s"], 0.001), 1)
+    done = int(pending) - (0 if drain.get("drained") else int(drain.get("enrichment_pending") or 0))
+    return round(done / max(drain["since_ingest_s"], 0.001), 1)
+
+
+def drain_timeout(args: argparse.Namespace, size: int) -> float:
+    """How long to wait for the queues at this size: --drain-timeout, or --large-drain-timeout
+    beyond 100k memories (the reads after it then run while enrichment goes on)."""
+    return args.large_drain_timeout if size > 100_000 else args.drain_timeout
+
+
+def disk_mb(data_dir: Path | None) -> float | None:
+    """Disk used by the service's data directory (graph AOF and snapshot, vector shard), in MB."""
+    if data_dir is None or not data_dir.exists():
+        return None
+    total = sum(f.stat().st_size for f in data_dir.rglob("*") if f.is_file())
+    return round(total / 2**20, 1)
 
 
 def run(args: argparse.Namespace, service: Service) -> dict[str, Any]:
@@ -535,6 +552,52 @@ def render_targets(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+# (label, where, key) of the growth table: what each size measured after its ingest.
+GROWTH: tuple[tuple[str, str, str], ...] = (
+    ("recall p50 plain (ms)", "recall.plain_c1", "p50_ms"),
+    ("recall p95 plain (ms)", "recall.plain_c1", "p95_ms"),
+    ("recall p50 tag prefix (ms)", "recall.tag_prefix_c1", "p50_ms"),
+    ("recall p50 time window (ms)", "recall.time_window_c1", "p50_ms"),
+    ("recall p50 one tag, limit 50 (ms)", "recall.one_tag_50_c1", "p50_ms"),
+    ("recall QPS at concurrency 4", "recall.plain_c4", "qps"),
+    ("by-tag p50 (ms)", "by_tag.project_prefix", "p50_ms"),
+    ("single POST /memory c1 (/s)", "ingest.single_c1", "per_s"),
+    ("batch ingest (/s)", "ingest.batch", "per_s"),
+    ("enrichment (memories/s)", "drain", "enrichment_per_s"),
+    ("largest process RSS (MB)", "processes", "peak_rss_mb"),
+    ("disk (MB)", "disk", "disk_mb"),
+)
+
+
+def render_growth(stages: list[dict[str, Any]]) -> list[str]:
+    """One row per measure, one column per size, and the growth from the first size to the last."""
+    sizes = [s["size"] for s in stages]
+    lines = [
+        "| measure | " + " | ".join(f"{n:,}" for n in sizes) + f" | {sizes[-1] // sizes[0]}x memories |",
+        "|---" * (len(sizes) + 2) + "|",
+    ]
+    for label, where, key in GROWTH:
+        values = [s.get("disk_mb") if where == "disk" else _at(s, where, key) for s in stages]
+        first, last = values[0], values[-1]
+        growth = (
+            f"{last / first:.2f}x" if isinstance(first, int | float) and first and last is not None else ""
+        )
+        cells = ["" if v is None else str(v) for v in values]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {growth} |")
+    for role in sorted({p["role"] for s in stages for p in s.get("processes") or []}):
+        peaks = [_peak_rss(s, role) for s in stages]
+        growth = f"{peaks[-1] / peaks[0]:.2f}x" if peaks[0] else ""
+        lines.append(f"| peak RSS, {role} (MB) | " + " | ".join(str(v) for v in peaks) + f" | {growth} |")
+    return lines
+
+
+def _peak_rss(stage: dict[str, Any], role: str) -> float:
+    """The largest peak RSS among a size's processes of one role (two API processes, ...)."""
+    return max(
+        (p.get("peak_rss_mb") or 0.0 for p in stage.get("processes") or [] if p["role"] == role), default=0.0
+    )
+
+
 def _row(name: str, r: dict[str, Any], rate_key: str) -> str:
     return f"| {name} | {r.get(rate_key, '')} | {r.get('p50_ms')} | {r.get('p95_ms')} | {r.get('p99_ms')} |"
 
@@ -612,6 +675,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                 for p in stage["processes"]
             ]
         lines.append("")
+    if len(report["results"]["stages"]) > 1:
+        lines += ["## How cost grows", "", *render_growth(report["results"]["stages"]), ""]
     lines += ["## Targets", "", *render_targets(report["targets"])]
     lines += [
         "",
@@ -636,6 +701,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=400, help="requests per recall/by-tag variant")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--drain-timeout", type=float, default=3600, help="seconds to wait for the queues")
+    parser.add_argument(
+        "--large-drain-timeout",
+        type=float,
+        default=900,
+        help="seconds to wait for the queues beyond 100k memories (the rate is measured over the wait)",
+    )
     parser.add_argument("--workers", type=int, help="RQ workers of the embedded service")
     parser.add_argument("--env", action="append", default=[], help="extra service setting, NAME=VALUE")
     parser.add_argument("--seed", type=int, default=SEED)

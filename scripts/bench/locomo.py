@@ -814,6 +814,13 @@ def add_service_arguments(parser: argparse.ArgumentParser, data: Path, data_help
     parser.add_argument("--chunk", type=int, default=CHUNK_ITEMS, help="memories per batch request")
     parser.add_argument("--embed-timeout", type=float, default=1800, help="seconds to wait for embeddings")
     parser.add_argument("--start-timeout", type=float, default=180, help="seconds to wait for the service")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the embedded service (repeat), e.g. RECALL_ENTITY_LINKING=false for an ablation",
+    )
 
 
 def describe_embedding(client: httpx.Client, url: str) -> str:
@@ -948,11 +955,13 @@ def with_service(
             url, admin = args.url.rstrip("/"), getattr(args, "admin_token", None)
             external = common.Service(url, args.token or "", admin or "")
             return run(args, external, f"external {args.url}")
+        settings = dict(item.split("=", 1) for item in getattr(args, "env", []))
         with common.embedded_service(
-            env, data_dir=args.keep_data, start_timeout=args.start_timeout, prefix=prefix
+            {**env, **settings}, data_dir=args.keep_data, start_timeout=args.start_timeout, prefix=prefix
         ) as service:
             kept = f", data kept in {args.keep_data}" if args.keep_data else ""
-            return run(args, service, f"embedded (automem serve{kept})")
+            chosen = "".join(f", {k}={v}" for k, v in sorted(settings.items()))
+            return run(args, service, f"embedded (automem serve{kept}{chosen})")
     except KeyboardInterrupt:
         log("interrupted")
         return 130

@@ -110,6 +110,28 @@ class TinyGraph:
             ]
         return out
 
+    def chain_neighbours(
+        self, ids: Sequence[str], min_hops: int, max_hops: int
+    ) -> list[tuple[str, str, int]]:
+        """Breadth-first along PRECEDED_BY, either way, within the seed's named sequence."""
+        self.reads.append("chain_neighbours")
+        links = [(e.a, e.b) for e in self.edges if e.type == "PRECEDED_BY"]
+        found = []
+        for start in ids:
+            scope = self.memories[start].seq_scope
+            if not scope:
+                continue
+            seen, frontier = {start}, [start]
+            for hops in range(1, max_hops + 1):
+                frontier = [b if a == node else a for node in frontier for a, b in links if node in (a, b)]
+                frontier = [n for n in frontier if n not in seen]
+                seen.update(frontier)
+                for other in frontier:
+                    record = self.memories[other]
+                    if hops >= min_hops and record.state != "deleted" and record.seq_scope == scope:
+                        found.append((start, other, hops))
+        return found
+
     # --- SupersessionReads ------------------------------------------------------------------------
     def supersession_edges(self, ids: Sequence[str], types: Sequence[str]) -> list[tuple[str, str, str]]:
         found = [

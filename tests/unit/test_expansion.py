@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -113,3 +114,29 @@ def test_nothing_is_expanded_when_turned_off() -> None:
     assert run(graph, pool, expand_relations=False, expand_entities=False) == 0
     assert run(graph, pool, expansion_limit=0) == 0
     assert set(pool.by_id) == {"s"}
+
+
+def _chain(scope_name: str, *ids: str) -> TinyGraph:
+    graph = TinyGraph().add(*(memory(i, seq_scope=scope_name) for i in ids))
+    for earlier, later in itertools.pairwise(ids):
+        graph.link(later, earlier, "PRECEDED_BY")
+    return graph
+
+
+def test_the_episode_brings_turns_further_along_the_chain_at_0_8_per_turn() -> None:
+    graph = _chain("chat:7", "t0", "t1", "t2", "t3", "t4", "t5")
+    pool = seeded(graph, {"t2": 0.5})
+    expand(graph, pool, scope(), query(), graph.hydrate, {}, None, None, 3)
+    weight = LINK_WEIGHTS["PRECEDED_BY"]
+    expected = {"t1": 1, "t3": 1, "t0": 2, "t4": 2, "t5": 3}
+    for memory_id, turns in expected.items():
+        assert pool.by_id[memory_id].expanded == pytest.approx(0.5 * weight**turns), memory_id
+    assert pool.by_id["t0"].expanded_from[0]["type"] == "EPISODE"
+
+
+def test_one_hop_and_the_untagged_stream_keep_to_the_direct_neighbours() -> None:
+    for hops, scope_name in ((1, "chat:7"), (3, "")):
+        graph = _chain(scope_name, "t0", "t1", "t2", "t3", "t4")
+        pool = seeded(graph, {"t2": 0.5})
+        expand(graph, pool, scope(), query(), graph.hydrate, {}, None, None, hops)
+        assert set(pool.by_id) == {"t1", "t2", "t3"}

@@ -1,0 +1,85 @@
+"""The numeric time key (TIME_KEY, microseconds since 1970) follows every memory's timestamp on
+every write path, an older store is migrated to it, and sequence neighbours found through its
+windows are exactly the event-time order."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from automem.services import Services
+from automem.stores.graph_lifecycle import TIME_KEY, epoch_us
+from tests.archives import archive_records, gzip_records, post_restore, take_backup
+from tests.conftest import Api
+
+BASE = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _time_keys(services: Services) -> dict[str, tuple[str, int | None]]:
+    rows = services.graph._ro(f"MATCH (m:Memory) RETURN m.id, m.timestamp, m.{TIME_KEY}")
+    return {i: (ts, key) for i, ts, key in rows}
+
+
+def _consistent(services: Services) -> None:
+    for memory_id, (timestamp, key) in _time_keys(services).items():
+        assert key == epoch_us(timestamp), memory_id
+
+
+def test_every_write_path_keeps_the_key_with_the_timestamp(api: Api, services: Services) -> None:
+    assert epoch_us("1970-01-01T00:00:01.000001Z") == 1_000_001
+    assert epoch_us("1969-12-31T23:59:59Z") == -1_000_000
+    one = api.post("/memory", json={"content": "single", "timestamp": "2024-02-29T12:00:00.123456Z"})
+    batch = api.post("/memory/batch", json={"memories": [{"content": "batched"}, {"content": "too"}]})
+    assert one.status_code == 201 and batch.status_code == 201
+    memory_id = one.get_json()["memory_id"]
+    assert api.patch(f"/memory/{memory_id}", json={"timestamp": "2020-05-05T05:05:05Z"}).status_code == 200
+    assert api.patch(f"/memory/{memory_id}", json={"importance": 0.9}).status_code == 200
+    _consistent(services)
+    assert _time_keys(services)[memory_id][1] == epoch_us("2020-05-05T05:05:05Z")
+
+
+def test_a_restore_computes_the_key_again_and_an_old_store_is_migrated(api: Api, services: Services) -> None:
+    for n in range(5):
+        stamp = (BASE + timedelta(days=n)).isoformat()
+        assert api.post("/memory", json={"content": f"note {n}", "timestamp": stamp}).status_code == 201
+    records = archive_records(take_backup(api))
+    for record in records:  # an archive may carry a wrong key (edited) or none (older)
+        if record["kind"] == "memory":
+            record["props"][TIME_KEY] = 42 if record["props"]["content"] == "note 1" else None
+            record["props"] = {k: v for k, v in record["props"].items() if v is not None}
+    restored = post_restore(api, gzip_records(records), "?mode=replace")
+    assert restored.status_code == 200, restored.get_json()
+    _consistent(services)
+    services.graph._query(f"MATCH (m:Memory) SET m.{TIME_KEY} = null")
+    services.graph.ensure_schema(services.embedder.dimension)
+    _consistent(services)
+    assert all(key is not None for _, key in _time_keys(services).values())
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(offsets=st.lists(st.integers(0, 3 * 86_400 * 400), min_size=2, max_size=9, unique=True))
+def test_the_chain_follows_event_time_however_far_apart(
+    api: Api, services: Services, jobs: Any, offsets: list[int]
+) -> None:
+    """Offsets up to 400 x three days apart in seconds: some neighbours within the hour window,
+    some within the day window, some only found by the whole-scope search."""
+    scope = f"chain:{len(offsets)}-{offsets[0]}"
+    items = [
+        {
+            "content": f"{scope} turn {o}",
+            "tags": [scope],
+            "timestamp": (BASE + timedelta(seconds=o)).isoformat(),
+        }
+        for o in offsets
+    ]
+    response = api.post("/memory/batch", json={"memories": items})
+    assert response.status_code == 201, response.get_json()
+    ids = [r["id"] for r in response.get_json()["results"]]
+    jobs()
+    by_time = [memory_id for _, memory_id in sorted(zip(offsets, ids, strict=True))]
+    for earlier, later in itertools.pairwise(by_time):
+        assert services.graph.sequence_links(later)[0] == [earlier]
