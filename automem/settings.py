@@ -467,12 +467,13 @@ class Settings(BaseSettings):
         "relevance. English question structure only (automem/recall/split.py).",
     )
     recall_episode_hops: int = _setting(
-        1,
+        3,
         "RECALL_EPISODE_HOPS",
         "recall",
         "How far graph expansion follows a seed's sequence chain (its conversation, session or "
         "most specific tag): 1 brings the turns just before and after, n the turns up to n away, "
-        "each inheriting 0.8 of the seed's relevance per turn between (automem/recall/expansion.py).",
+        "each inheriting 0.8 of the seed's relevance per turn between. 3: the farthest turn that "
+        "still inherits at least half (0.8^3 = 0.51) (automem/recall/expansion.py).",
     )
     recall_entity_linking: bool = _setting(
         True,
