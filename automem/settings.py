@@ -476,13 +476,14 @@ class Settings(BaseSettings):
         "still inherits at least half (0.8^3 = 0.51) (automem/recall/expansion.py).",
     )
     recall_entity_linking: bool = _setting(
-        True,
+        False,
         "RECALL_ENTITY_LINKING",
         "recall",
         "Link the entities a query names (any run of one to three of its words that is an entity "
         "of the tenant) to their memories: a memory mentioning one ranks a little higher, and the "
         "memories of a rarely mentioned one join the candidates, weighted by how specific the "
-        "entity is (automem/recall/entity_link.py).",
+        "entity is (automem/recall/entity_link.py). Off by default: +0.1 point on LoCoMo, none on "
+        "LongMemEval, ~2.5 ms a recall (benchmarks/recall_ablation.md).",
     )
     recall_exact_search_limit: int = _setting(
         5_000,

@@ -3,8 +3,9 @@
 Enrichment extracts entities from memories with context rules (automem's worker side); a query
 is too short for those rules, so it is linked the other way round: every run of one to three
 words of the query is folded to a slug the way entity slugs are ("Next.js" -> "next-js",
-"José Ruiz" -> "jose-ruiz") and looked up as each entity kind. What exists is what the query
-names. Runs that start or end with a common word ("the", "did", "what") are not looked up.
+"José Ruiz" -> "jose-ruiz") and looked up among the tenant's entity slugs, of any kind. What
+exists is what the query names. Runs that start or end with a common word ("the", "did",
+"what") are not looked up.
 
 A linked entity is weighted by how specific it is, 1 / (1 + ln mentions) (the measure graph
 expansion uses): a project or tool mentioned by three memories is strong evidence, a person
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from automem.recall.fusion import CandidatePool
-from automem.tags import ENTITY_KINDS, ENTITY_TAG_PREFIX
+from automem.tags import ENTITY_TAG_PREFIX
 
 MAX_WORDS = 3  # longest run of query words looked up as one name
 RARE_MENTIONS = 20  # an entity mentioned at most this often brings its memories in
@@ -92,11 +93,6 @@ def query_slugs(text: str, max_words: int = MAX_WORDS) -> list[str]:
             if len(slug) >= 2:
                 slugs[slug] = None
     return list(slugs)
-
-
-def query_keys(text: str, tenant: str, kinds: Sequence[str] = ENTITY_KINDS) -> list[str]:
-    """Entity keys (`<tenant>:<kind>:<slug>`) the query could name."""
-    return [f"{tenant}:{kind}:{slug}" for slug in query_slugs(text) for kind in kinds]
 
 
 def entity_tags(linked: Sequence[LinkedEntity]) -> dict[str, float]:

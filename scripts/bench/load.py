@@ -377,11 +377,19 @@ def disk_mb(data_dir: Path | None) -> float | None:
 
 
 def run(args: argparse.Namespace, service: Service) -> dict[str, Any]:
+    """Grow the store through each size; the report is written after every size, so a run that
+    dies at 1M keeps what 10k and 100k measured."""
     corpus = Corpus(args.seed)
     stages, done = [], 0
     for size in sorted(args.sizes):
         stages.append(measure_size(service, corpus, done, size, args))
         done = size
+        if args.meta is not None:
+            partial = {
+                "meta": {**args.meta, "partial": size < max(args.sizes)},
+                "results": {"stages": stages},
+            }
+            write_report({**partial, "targets": target_rows(partial)}, Path(args.out))
     return {"stages": stages}
 
 
@@ -613,9 +621,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Service: {meta['service']}. Corpus seed {meta['seed']}; client-side {DIM}-d vectors on "
         "memories and queries (no model time); recall `limit` 10. Load average at start "
-        f"{meta['load_start']}, at end {meta['load_end']}.",
+        f"{meta['load_start']}, at end {meta.get('load_end', '(still running)')}.",
         "",
     ]
+    if meta.get("partial"):
+        lines += ["**Partial report**: written after a size while the run went on to the next.", ""]
     if meta.get("other_processes"):
         lines += [f"Note: {len(meta['other_processes'])} other service processes shared the CPU.", ""]
     for stage in report["results"]["stages"]:
@@ -738,6 +748,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "load_start": load_avg(),
     }
     env = dict(item.split("=", 1) for item in args.env)
+    args.meta = None if args.tenants else meta
     runner = run_tenants if args.tenants else run
     if args.url:
         meta["service"] = f"running service at {args.url}"

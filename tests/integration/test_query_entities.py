@@ -4,13 +4,19 @@ and a memory that names the entity gains the entity prior."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from automem.recall.entity_link import query_keys
+import pytest
+
+from automem.app import create_app, stop_app
+from automem.recall.entity_link import query_slugs
 from automem.services import Services
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import now_iso
-from tests.conftest import ADMIN_TOKEN, Api
+from enrichment.context import use_services
+from tests.conftest import ADMIN_TOKEN, Api, make_settings, run_jobs
 
 NOTES = (
     ("We moved the ingest pipeline to Kafka last spring.", ["team:data"]),
@@ -44,11 +50,16 @@ def _scope(tenant: str = "default", tags: list[str] | None = None) -> RecallFilt
     )
 
 
+def test_linking_is_off_by_default(api: Api, services: Services, jobs: Any) -> None:
+    _store_all(api, jobs)
+    assert api.post("/recall", json={"query": "Kafka"}).get_json()["query_entities"] == []
+
+
 def test_the_graph_links_what_a_query_names_within_the_filter(
     api: Api, services: Services, jobs: Any
 ) -> None:
     ids = _store_all(api, jobs)
-    keys = query_keys("anything new about Kafka or Oracle?", "default")
+    keys = query_slugs("anything new about Kafka or Oracle?")
     (kafka,) = services.graph.linked_entities(keys, _scope(), rare=20, limit_per=10)
     assert (kafka["kind"], kafka["slug"], kafka["mentions"]) == ("tool", "kafka", 2)
     assert set(kafka["memories"]) == {ids[0], ids[1]}
@@ -59,10 +70,21 @@ def test_the_graph_links_what_a_query_names_within_the_filter(
     assert services.graph.linked_entities(keys, _scope(tenant="other"), rare=20, limit_per=10) == []
 
 
+@pytest.fixture
+def linking(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
+    """An app with RECALL_ENTITY_LINKING on (off by default)."""
+    app = create_app(make_settings(settings.falkordb_url, tmp_path / "linking", recall_entity_linking=True))
+    app.config["TESTING"] = True
+    yield Api(app.test_client()), app.extensions["automem"]
+    use_services(None)
+    stop_app(app)
+
+
 def test_recall_reports_the_linked_entity_and_prefers_memories_that_name_it(
-    api: Api, services: Services, jobs: Any
+    linking: tuple[Api, Services],
 ) -> None:
-    ids = _store_all(api, jobs)
+    api, services = linking
+    ids = _store_all(api, lambda: run_jobs(services))
     body = api.post("/recall", json={"query": "Kafka", "limit": 4}).get_json()
     assert body["query_entities"] == [{"name": "Kafka", "kind": "tool", "mentions": 2}]
     by_id = {r["id"]: r for r in body["results"]}
@@ -80,5 +102,5 @@ def test_a_merged_entity_is_not_linked(api: Api, services: Services, jobs: Any) 
         headers={"X-Admin-Token": ADMIN_TOKEN},
     )
     assert merged.status_code == 200, merged.get_json()
-    keys = query_keys("Kafka", "default")
+    keys = query_slugs("Kafka")
     assert services.graph.linked_entities(keys, _scope(), 20, 10) == []

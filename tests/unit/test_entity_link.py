@@ -11,7 +11,6 @@ from automem.recall.entity_link import (
     LinkedEntity,
     admit_linked,
     fold,
-    query_keys,
     query_slugs,
     specificity,
 )
@@ -25,11 +24,6 @@ def test_a_query_is_looked_up_as_every_run_that_could_be_a_name() -> None:
     # No run starts or ends with a common word, so no "did-jose" and no lone "which".
     assert not [s for s in slugs if s.startswith(("which", "did", "for-")) or s.endswith("-for")]
     assert "university-of-oxford" in query_slugs("a degree from the University of Oxford")
-
-
-def test_keys_cross_each_slug_with_every_entity_kind() -> None:
-    keys = query_keys("Kafka", "acme")
-    assert keys == [f"acme:{kind}:kafka" for kind in ("person", "tool", "project", "organization", "place")]
 
 
 def test_folding_matches_the_slugs_enrichment_writes() -> None:
