@@ -104,7 +104,10 @@ def in_context(doc: MemoryRecord, previous: MemoryRecord, gap_seconds: float) ->
     stream is no conversation) and at most `gap_seconds` apart."""
     if not doc.seq_scope or not doc.timestamp or not previous.timestamp:
         return False
-    apart = (parse_iso(str(doc.timestamp)) - parse_iso(str(previous.timestamp))).total_seconds()
+    try:
+        apart = (parse_iso(str(doc.timestamp)) - parse_iso(str(previous.timestamp))).total_seconds()
+    except ValueError:
+        return False  # a timestamp no one can read (an old import): no conversation to speak of
     return 0 <= apart <= gap_seconds
 
 
