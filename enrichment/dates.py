@@ -115,16 +115,7 @@ def _weekday(match: re.Match[str], today: date) -> tuple[date, date, str]:
 
 def _unit(match: re.Match[str], today: date) -> tuple[date, date, str]:
     step = _STEP[" ".join(match["which"].lower().split())]
-    unit = match["unit"].lower()
-    if unit == "week":
-        return _week(today - timedelta(days=today.weekday()) + timedelta(weeks=step))
-    if unit == "weekend":
-        return _weekend(today, step)
-    if unit == "month":
-        first = add_months(today.replace(day=1), step)
-        return first, add_months(first, 1), f"{_month_name(first.month)} {first.year}"
-    year = today.year + step
-    return date(year, 1, 1), date(year + 1, 1, 1), str(year)
+    return _unit_around(match["unit"].lower(), today, step)
 
 
 def _unit_around(unit: str, today: date, count: int) -> tuple[date, date, str]:

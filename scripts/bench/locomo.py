@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -48,6 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from scripts.bench import common
 from scripts.bench.common import ROOT, git_commit, log
 
+
+class HasContent(Protocol):
+    @property
+    def content(self) -> str: ...
+
+
+T = TypeVar("T", bound=HasContent)
 SHARED = ROOT.parent / "shared"
 DEFAULT_DATA = SHARED / "data" / "locomo" / "locomo-dev.json"
 
@@ -434,15 +441,23 @@ def contents_by_tag(client: httpx.Client, tag: str) -> dict[str, str]:
         offset += len(items)
 
 
-def map_stored(turns: Sequence[Turn], contents: dict[str, str]) -> dict[str, str] | None:
-    """dia_id -> memory id by content when every turn is already stored, else None."""
+def map_by_content(
+    turns: Sequence[T], contents: dict[str, str], key: Callable[[T], str]
+) -> dict[str, str] | None:
+    """key(turn) -> memory id by content when every turn is already stored, else None (within a
+    tenant, identical content is one memory, so its content names it)."""
     mapping: dict[str, str] = {}
     for turn in turns:
         memory_id = contents.get(normalize_content(turn.content))
         if memory_id is None:
             return None
-        mapping[turn.dia_id] = memory_id
+        mapping[key(turn)] = memory_id
     return mapping
+
+
+def map_stored(turns: Sequence[Turn], contents: dict[str, str]) -> dict[str, str] | None:
+    """dia_id -> memory id by content when every turn is already stored, else None."""
+    return map_by_content(turns, contents, lambda t: t.dia_id)
 
 
 def ensure_ingested(

@@ -63,7 +63,7 @@ from scripts.bench.locomo import (
     dedupe,
     describe_embedding,
     latency_summary,
-    normalize_content,
+    map_by_content,
     post_recall,
     shared_ids,
     store_batches,
@@ -402,16 +402,9 @@ def tenant_keys(client: httpx.Client, admin_token: str, question_ids: Sequence[s
     return keys
 
 
-def map_by_content(turns: Sequence[LmeTurn], contents: dict[str, str]) -> dict[str, str] | None:
-    """turn key -> memory id by content when every turn is stored already, else None (within a
-    tenant, identical content is one memory, so content names it)."""
-    mapping: dict[str, str] = {}
-    for turn in turns:
-        memory_id = contents.get(normalize_content(turn.content))
-        if memory_id is None:
-            return None
-        mapping[turn.key] = memory_id
-    return mapping
+def map_stored(turns: Sequence[LmeTurn], contents: dict[str, str]) -> dict[str, str] | None:
+    """turn key -> memory id by content when every turn is stored already, else None."""
+    return map_by_content(turns, contents, lambda t: t.key)
 
 
 def ensure_ingested(
@@ -424,7 +417,7 @@ def ensure_ingested(
     start = time.perf_counter()
     for n, hay in enumerate(haystacks, start=1):
         use_key(client, keys.get(hay.question_id))
-        existing = map_by_content(hay.turns, contents_by_tag(client, question_tag(hay.question_id)))
+        existing = map_stored(hay.turns, contents_by_tag(client, question_tag(hay.question_id)))
         if existing is not None:
             mappings[hay.question_id] = existing
             stats.reused.append(hay.question_id)

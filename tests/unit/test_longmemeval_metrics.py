@@ -20,7 +20,7 @@ from scripts.bench.longmemeval import (
     build_memory,
     evaluate_targets,
     load_haystack,
-    map_by_content,
+    map_stored,
     memory_sessions,
     memory_tags,
     miss_record,
@@ -159,12 +159,12 @@ def test_select_questions() -> None:
         select_questions(data, ["c"], None)
 
 
-def test_map_by_content() -> None:
+def test_map_stored() -> None:
     hay = haystack()
     contents = {"user: Hello": "m1", "assistant: Hi there.": "m2", "user: I have a dog.": "m3"}
-    assert map_by_content(hay.turns, contents) is None  # not every turn is stored
+    assert map_stored(hay.turns, contents) is None  # not every turn is stored
     contents.update({"assistant: Nice!": "m4", "user: I got a second dog.": "m5"})
-    assert map_by_content(hay.turns, contents) == {
+    assert map_stored(hay.turns, contents) == {
         "0:0": "m1",
         "0:1": "m2",
         "1:0": "m3",
