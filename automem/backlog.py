@@ -205,7 +205,7 @@ def enrichment_status(
     except redis.exceptions.RedisError as exc:
         raise StoreUnavailable("the job queue is unreachable") from exc
     enrich = queues["enrich"]
-    counts = counts or svc.graph.counts()
+    counts = counts or svc.graph_counts()
     pending = counts["enrichment_pending"]
     enriched, failures = int(stats.get("enriched", 0)), int(stats.get("failures", 0))
     return {

@@ -17,7 +17,7 @@ from automem.timeutil import now_iso
 
 def _graph_section(svc: Services) -> tuple[dict[str, Any], dict[str, int] | None]:
     try:
-        counts = svc.graph.counts()
+        counts = svc.graph_counts()
     except StoreUnavailable:
         return {"status": "disconnected"}, None
     return {"status": "connected", "graph": svc.graph.graph_name}, counts

@@ -517,6 +517,14 @@ class Settings(BaseSettings):
         "Recalled memories' last_accessed and access counts are written this long after the first "
         "recall of a batch, all at once (a graph write per recall would stall the next reads).",
     )
+    counts_max_share: float = _setting(
+        0.05,
+        "AUTOMEM_COUNTS_MAX_SHARE",
+        "jobs",
+        "The largest share of the graph's time that /health, the enrichment status and the "
+        "dashboard may spend counting memories (a scan of every memory): counts are reused "
+        "while younger than the last scan's duration x (1 / share - 1), e.g. 2 s at 100k, 40 s at 1M.",
+    )
     job_timeout_seconds: int = _setting(300, "AUTOMEM_JOB_TIMEOUT_SECONDS", "jobs", "Timeout of one job.")
     reconcile_on_start: bool = _setting(
         True,

@@ -68,6 +68,9 @@ def make_settings(url: str, data_dir: Path, **overrides: Any) -> Settings:
         # run_jobs() has no RQ scheduler to release delayed jobs
         "access_flush_delay_seconds": 0,
         "intake_delay_seconds": 0,
+        # Tests read /health right after a write: counts are never reused (share 1); the reuse
+        # policy has a test of its own (test_health.py).
+        "counts_max_share": 1.0,
     }
     values.update(overrides)
     return Settings(**values)

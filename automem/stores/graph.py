@@ -461,7 +461,7 @@ class GraphStore(
         cypher = f"""
         MATCH (m:Memory {{id: $id}})
         WHERE m.state <> 'deleted' AND m.version = $version AND ($rev IS NULL OR m.rev = $rev)
-        OPTIONAL MATCH (d:Memory {{dedup_key: $dedup_key}}) WHERE d.id <> $id
+        OPTIONAL MATCH (d:Memory {{dedup_key: $dedup_match}}) WHERE d.id <> $id
         WITH m, count(d) AS taken
         SET m += $props, m.version = m.version + 1, m.rev = m.rev + 1
         FOREACH (_ IN CASE WHEN $dedup_key IS NULL THEN [] ELSE [1] END |
@@ -476,6 +476,8 @@ class GraphStore(
             "rev": expected_rev,
             "props": with_time_key(props),
             "dedup_key": dedup_key,
+            # '' when there is none: a null in the pattern is planned as a scan of every memory.
+            "dedup_match": dedup_key or "",
             "embedding": vector32(embedding),
             "event": event or {"event": "modified"},
         }
@@ -969,7 +971,10 @@ class GraphStore(
     ) -> None:
         """Place a memory between `prev_id` and `next_id` in its sequence: its other PRECEDED_BY
         edges go, the edge that spanned its new place goes, and `heal` (old next, old previous)
-        closes the gap it left behind."""
+        closes the gap it left behind. An absent id is passed as '' (no memory's id), never as
+        null: FalkorDB plans `(:Memory {id: $x})` with a null `$x` as a scan of every memory
+        (and the heal's two ends, matched as one comma pattern, as a cartesian product of two
+        such scans), which cost ~4 ms a relink at 100k memories and grew with the store."""
         cypher = """
         MATCH (m:Memory {id: $id})
         OPTIONAL MATCH (m)-[out:PRECEDED_BY]->(p:Memory) WHERE p.id <> coalesce($prev, '')
@@ -989,17 +994,19 @@ class GraphStore(
         FOREACH (_ IN CASE WHEN nxt IS NULL THEN [] ELSE [1] END |
             MERGE (nxt)-[r:PRECEDED_BY]->(m) ON CREATE SET r.created_at = $now SET r.strength = 1.0)
         WITH m
-        OPTIONAL MATCH (a:Memory {id: $heal_a}), (b:Memory {id: $heal_b})
+        OPTIONAL MATCH (a:Memory {id: $heal_a})
+        WITH m, a
+        OPTIONAL MATCH (b:Memory {id: $heal_b})
         FOREACH (_ IN CASE WHEN a IS NULL OR b IS NULL THEN [] ELSE [1] END |
             MERGE (a)-[r:PRECEDED_BY]->(b) ON CREATE SET r.created_at = $now SET r.strength = 1.0)
         RETURN m.id
         """
         params = {
             "id": memory_id,
-            "prev": prev_id,
-            "next": next_id,
-            "heal_a": heal[0] if heal else None,
-            "heal_b": heal[1] if heal else None,
+            "prev": prev_id or "",
+            "next": next_id or "",
+            "heal_a": heal[0] if heal else "",
+            "heal_b": heal[1] if heal else "",
             "now": now,
         }
         self._query(cypher, params)

@@ -6,6 +6,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from automem.app import create_app, stop_app
 from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
@@ -64,3 +66,25 @@ def test_every_route_answers_503_when_the_graph_is_down(redis_conn: object, tmp_
         assert calls[0].get_json()["reason"] == "graph_unavailable"
     finally:
         stop_app(app)
+
+
+def test_counts_are_reused_for_a_share_of_the_time_they_took(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AUTOMEM_COUNTS_MAX_SHARE: a scan that took t is reused for t x (1/share - 1), then redone."""
+    scans: list[float] = []
+    clock = [100.0]
+
+    def counting() -> dict[str, int]:
+        scans.append(clock[0])
+        clock[0] += 0.2  # the scan takes 200 ms
+        return {"total": len(scans)}
+
+    monkeypatch.setattr(services.graph, "counts", counting)
+    monkeypatch.setattr("automem.services.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr(services, "settings", services.settings.model_copy(update={"counts_max_share": 0.05}))
+    assert services.graph_counts() == {"total": 1}
+    clock[0] += 3.7  # within 19 x 0.2 s = 3.8 s of the scan's end
+    assert services.graph_counts() == {"total": 1}
+    clock[0] += 0.2
+    assert services.graph_counts() == {"total": 2} and len(scans) == 2
