@@ -71,7 +71,8 @@ class Services:
                 if now - taken_at < took * (1.0 / share - 1.0):
                     return dict(counts)
             counts = self.graph.counts()
-            self._counts = (time.monotonic(), time.monotonic() - now, counts)
+            done = time.monotonic()
+            self._counts = (done, done - now, counts)
             return dict(counts)
 
     def close(self) -> None:

@@ -977,9 +977,9 @@ class GraphStore(
         such scans), which cost ~4 ms a relink at 100k memories and grew with the store."""
         cypher = """
         MATCH (m:Memory {id: $id})
-        OPTIONAL MATCH (m)-[out:PRECEDED_BY]->(p:Memory) WHERE p.id <> coalesce($prev, '')
+        OPTIONAL MATCH (m)-[out:PRECEDED_BY]->(p:Memory) WHERE p.id <> $prev
         WITH m, collect(out) AS outs
-        OPTIONAL MATCH (n:Memory)-[inc:PRECEDED_BY]->(m) WHERE n.id <> coalesce($next, '')
+        OPTIONAL MATCH (n:Memory)-[inc:PRECEDED_BY]->(m) WHERE n.id <> $next
         WITH m, outs, collect(inc) AS incs
         FOREACH (r IN outs + incs | DELETE r)
         WITH m
