@@ -313,6 +313,8 @@ def grow_to(
         results[key] = single_posts(client, items, concurrency)
         next_n += count
         log(f"  {key}: {results[key]['per_s']}/s p50 {results[key]['p50_ms']} ms")
+    if next_n >= size:  # a small size can be used up by the single POSTs: no batch rate, not 0/s
+        return results
     bodies = batch_bodies(corpus.memory, next_n, size, args.batch)
     results["batch"] = batch_posts(client, bodies, size - next_n, args.batch, args.batch_concurrency)
     log(f"  batch x{args.batch} c{args.batch_concurrency}: {results['batch']['per_s']}/s")
