@@ -73,11 +73,13 @@ def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -
         records, _ = store.scroll(flt, limit=count)  # the stores scroll in id order
         return [r.id for r in records]
     (field, descending), rest = keys[0], keys[1:]
-    page = store.ordered(flt, field, descending, count)
-    if len(page) < count:  # every match is in the page
-        return [i for i, _ in page]
-    boundary = page[-1][1]
-    before = [i for i, value in page if value != boundary]
+    # One point past the page says whether the boundary value's ties go on beyond it: mostly they
+    # do not, and the page is settled by this one walk (a second filtered query costs 0.3-0.5 ms).
+    page = store.ordered(flt, field, descending, count + 1)
+    if len(page) <= count or page[count][1] != page[count - 1][1]:
+        return [i for i, _ in page[:count]]
+    boundary = page[count - 1][1]
+    before = [i for i, value in page[:count] if value != boundary]
     ties = Filter(must=(flt, _equal_to(field, boundary)))
     return before + _top(store, ties, rest, count - len(before))
 
@@ -109,7 +111,7 @@ def listed_docs(
     ids = top_ids(store, flt, order, count)
     if not ids:
         return []
-    revs = {r.id: int(r.payload.get("rev") or -1) for r in store.retrieve(ids)}
+    revs = {r.id: int(r.payload.get("rev") or -1) for r in store.retrieve(ids, fields=("rev",))}
     docs = graph.get_memories(ids, view="recall")
     if len(docs) != len(ids) or any(revs.get(d.id) != d.rev for d in docs):
         return None

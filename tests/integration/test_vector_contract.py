@@ -173,6 +173,8 @@ def test_upsert_retrieve_round_trip(store: VectorStore) -> None:
     [bare] = store.retrieve([uid(7)])
     assert bare.vector is None and bare.payload == payload
     assert store.retrieve([]) == []
+    [some] = store.retrieve([uid(7)], fields=("rev", "importance", "absent"))
+    assert some.payload == {"rev": 3, "importance": 0.25}
 
 
 def test_ids_come_back_canonical(store: VectorStore) -> None:

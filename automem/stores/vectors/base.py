@@ -104,6 +104,11 @@ PAYLOAD_INDEXES: dict[str, Literal["keyword", "float", "integer", "datetime"]] =
 }
 
 
+def payload_selection(fields: Sequence[str] | None) -> bool | list[str]:
+    """What the engines' `with_payload` takes: the whole payload, or only these fields."""
+    return True if fields is None else list(fields)
+
+
 class VectorStore(abc.ABC):
     """One collection of memory vectors. Implementations: `EdgeVectorStore`, `QdrantVectorStore`."""
 
@@ -133,8 +138,11 @@ class VectorStore(abc.ABC):
         """Remove points unconditionally (purge)."""
 
     @abc.abstractmethod
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
-        """The stored points among `ids` (missing ids are skipped), in no particular order."""
+    def retrieve(
+        self, ids: Sequence[str], with_vectors: bool = False, fields: Sequence[str] | None = None
+    ) -> list[VectorRecord]:
+        """The stored points among `ids` (missing ids are skipped), in no particular order;
+        `fields`: only these payload fields (a whole payload copies the memory's content)."""
 
     @abc.abstractmethod
     def search(

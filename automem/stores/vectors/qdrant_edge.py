@@ -40,6 +40,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
+    payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
 
@@ -221,14 +222,18 @@ class EdgeVectorStore(VectorStore):
                 shard.update(qe.UpdateOperation.delete_points([_uuid(i) for i in ids]))
 
     # --- reads ----------------------------------------------------------------------------------
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
+    def retrieve(
+        self, ids: Sequence[str], with_vectors: bool = False, fields: Sequence[str] | None = None
+    ) -> list[VectorRecord]:
         if not ids:
             return []
         with self._lock:
             shard = self._open_existing()
             if shard is None:
                 return []
-            records = shard.retrieve([_uuid(i) for i in ids], with_payload=True, with_vector=with_vectors)
+            records = shard.retrieve(
+                [_uuid(i) for i in ids], with_payload=payload_selection(fields), with_vector=with_vectors
+            )
         return [_record(r, with_vectors) for r in records]
 
     def search(

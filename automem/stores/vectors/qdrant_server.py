@@ -35,6 +35,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
+    payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
 
@@ -241,13 +242,18 @@ class QdrantVectorStore(VectorStore):
         self._read_or(None, lambda: self.client.delete(self.collection, points_selector=selector, wait=True))
 
     # --- reads ----------------------------------------------------------------------------------
-    def retrieve(self, ids: Sequence[str], with_vectors: bool = False) -> list[VectorRecord]:
+    def retrieve(
+        self, ids: Sequence[str], with_vectors: bool = False, fields: Sequence[str] | None = None
+    ) -> list[VectorRecord]:
         if not ids:
             return []
         records = self._read_or(
             None,
             lambda: self.client.retrieve(
-                self.collection, [_uuid(i) for i in ids], with_payload=True, with_vectors=with_vectors
+                self.collection,
+                [_uuid(i) for i in ids],
+                with_payload=payload_selection(fields),
+                with_vectors=with_vectors,
             ),
         )
         return [_record(r, with_vectors) for r in records or []]
