@@ -33,9 +33,11 @@ from automem.recall.fusion import (
     Candidate,
     CandidatePool,
     final_scores,
+    priors_headroom,
     ranked,
-    reachable_floor,
+    read_reachable,
     relevance,
+    relevance_share,
 )
 from automem.recall.query import RecallQuery
 from automem.recall.report import Tally, Timer, merged, response
@@ -54,7 +56,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 Hit = tuple[str, float]  # (memory id, channel score)
-FINAL_SPARE = 3  # candidates read beyond `limit`, so duplicates and filtered ones leave enough
 ANN_OVERFETCH = 2  # the graph's HNSW search returns this many times the candidates, before filters
 POINT_COUNT_TTL = 30.0
 
@@ -308,23 +309,39 @@ class RecallEngine:
         """Read the candidates that can still make the top `limit` from the graph and filter them.
 
         Channels return ids and scores only (payloads cost more to fetch than the graph read of the
-        few that matter); candidates whose relevance cannot reach the top even with every prior
-        are dropped unread, keeping at least `limit` + FINAL_SPARE for the cut (listings, already
-        read from the graph, pass `q=None`)."""
-        if q is not None:
-            floor = reachable_floor(pool, q.limit + q.offset, bool(q.context_tags), q.sort, entities)
-            ordered = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))
-            reachable = sum(1 for c in ordered if c.components.get("relevance", 0.0) >= floor)
-            keep = max(q.limit + q.offset + FINAL_SPARE, reachable) if floor > 0 else len(ordered)
-            for candidate in ordered[keep:]:
-                pool.by_id.pop(candidate.id, None)
-        docs = self._hydrate_ids([c.id for c in pool.values() if c.doc is None])
-        for candidate in pool.values():
-            if candidate.id in docs:
-                candidate.doc = docs[candidate.id]
-        for candidate in pool.values():
+        few that matter). A search ranked by score reads only the candidates that can still make
+        it (`_read_reachable`); a time-sorted one reads them all (listings, already read from the
+        graph, pass `q=None`)."""
+        if q is not None and q.sort == "score":
+            self._read_reachable(pool, flt, q, entities)
+            return
+        self._read_into(pool, flt, [c.id for c in pool.values() if c.doc is None])
+        for candidate in pool.values():  # a listing's memories were read by the listing
             if candidate.doc is None or not flt.matches(candidate.doc):
-                pool.by_id.pop(candidate.id, None)
+                del pool.by_id[candidate.id]
+
+    def _read_reachable(
+        self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, entities: dict[str, float] | None
+    ) -> None:
+        """Only the memories of the candidates that can still make the answer (`read_reachable`)."""
+        read_reachable(
+            pool,
+            self.svc.graph.importance_of,
+            lambda ids: self._read_into(pool, flt, ids),
+            need=q.limit + q.offset,
+            share=relevance_share(entities),
+            headroom=priors_headroom(bool(q.context_tags), entities),
+        )
+
+    def _read_into(self, pool: CandidatePool, flt: RecallFilter, ids: list[str]) -> None:
+        """Read these candidates' memories; those gone or not matching the filter leave the pool."""
+        docs = self._hydrate_ids(ids)
+        for memory_id in ids:
+            doc = docs.get(memory_id)
+            if doc is None or not flt.matches(doc):
+                pool.by_id.pop(memory_id, None)
+            else:
+                pool.by_id[memory_id].doc = doc
 
     def _hydrate_ids(self, ids: list[str]) -> dict[str, MemoryRecord]:
         """Memories as the graph has them now (what recall shows and filters on)."""

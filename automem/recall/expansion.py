@@ -30,13 +30,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
-from automem.recall.fusion import Candidate, CandidatePool, reachable_floor
+from automem.recall.fusion import SEEDS, Candidate, CandidatePool, reachable_floor
 from automem.recall.query import RecallQuery
 from automem.record import MemoryRecord
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
 from automem.stores.recall_filter import RecallFilter
 
-SEEDS = 10
 AUTHORED_WEIGHT = 0.7
 LINK_WEIGHTS = {"PRECEDED_BY": 0.8, "SIMILAR_TO": 0.5, "DISCOVERED": 0.35}
 HUB_DEGREE = 8

@@ -643,6 +643,12 @@ class GraphStore(
         found = self._ro(cypher, {"rows": list(rows), "tenant": tenant})
         return [(str(a), str(b), str(t)) for a, b, t in found]
 
+    def importance_of(self, ids: Sequence[str]) -> dict[str, float]:
+        """Each existing memory's importance, by id: what recall needs to know which candidates
+        can still make its answer before reading them whole (a third of the cost a row)."""
+        cypher = "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id, m.importance"
+        return {row[0]: float(row[1] or 0.0) for row in self._ro(cypher, {"ids": list(ids)})}
+
     def tenants_of(self, ids: Sequence[str]) -> dict[str, str]:
         """Each existing memory's tenant, by id (deleted ones included): what a job's live events
         need to reach the right streams, read without the rest of the node."""

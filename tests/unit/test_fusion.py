@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from automem.recall.fusion import (
@@ -16,6 +18,7 @@ from automem.recall.fusion import (
     match_type,
     ranked,
     reachable_floor,
+    read_reachable,
     relevance,
 )
 from tests.unit.recall_doubles import memory
@@ -146,3 +149,83 @@ def test_match_type_names_how_a_candidate_was_found() -> None:
     assert [match_type(c) for c in (both, graph_only, replaced)] == ["hybrid", "graph", "state_replacement"]
     assert match_type(Candidate("d", raw={"keyword": 2.0})) == "keyword"
     assert match_type(Candidate("e")) == "listing"
+
+
+def _top_scores(pool: CandidatePool, bonus: dict[str, float], share: float, need: int) -> list[float]:
+    """The best `need` final scores (before graph evidence) of the read candidates, identical
+    contents counted once, as the cut counts them."""
+    scored = sorted(
+        (
+            share * c.components["relevance"]
+            + IMPORTANCE_WEIGHT * float(c.doc.importance or 0.0)
+            + bonus[c.id],
+            c.doc.content,
+        )
+        for c in pool.values()
+        if c.doc is not None
+    )
+    seen: set[str] = set()
+    out: list[float] = []
+    for score, content in reversed(scored):
+        if content not in seen:
+            seen.add(content)
+            out.append(round(score, 9))
+    return out[:need]
+
+
+# Hand-made: the winner lies beyond the first read (ten seeds and need + 3 by score have more
+# relevance), within the priors' reach of the floor: by its importance, and by the context boost.
+_BEYOND = [(0.6, 0.0, 1, 1, 1), *[(0.59 - n * 0.001, 0.0, 1, 2 + n % 5, 1) for n in range(39)]]
+
+
+@settings(max_examples=300)
+@example([*_BEYOND, (0.52, 1.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
+@example([*_BEYOND, (0.495, 0.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
+@given(
+    st.lists(
+        # Relevances bunched as a search's are: many within the priors' reach of each other.
+        st.tuples(
+            st.floats(0.5, 0.6), st.floats(0, 1), st.integers(0, 9), st.integers(0, 6), st.integers(0, 4)
+        ),
+        min_size=1,
+        max_size=90,
+    ),
+    st.integers(1, 12),
+    st.sampled_from([0.0, CONTEXT_WEIGHT, 2 * CONTEXT_WEIGHT]),
+)
+def test_reading_only_the_reachable_candidates_keeps_the_answer(
+    rows: list[tuple[float, float, int, int, int]], need: int, headroom: float
+) -> None:
+    """Whatever the relevances, importances, filter and duplicates: the candidates left unread
+    could not have made the best `need` (the other priors add at most `headroom`)."""
+    share = RELEVANCE_SHARE
+    docs = {
+        f"m{i}": memory(f"m{i}", importance=imp, content=f"content {dup}")
+        for i, (_, imp, _, dup, _) in enumerate(rows)
+    }
+    eligible = {f"m{i}" for i, row in enumerate(rows) if row[2]}  # a tenth fail the filter
+    bonus = {f"m{i}": headroom if row[4] == 0 else 0.0 for i, row in enumerate(rows)}  # a fifth have it
+
+    def fresh_pool() -> CandidatePool:
+        pool = CandidatePool()
+        for i, (rel, *_rest) in enumerate(rows):
+            pool.get(f"m{i}").components["relevance"] = rel
+        return pool
+
+    def read_into(pool: CandidatePool) -> Callable[[list[str]], None]:
+        def read(ids: list[str]) -> None:
+            for memory_id in ids:
+                if memory_id in eligible:
+                    pool.by_id[memory_id].doc = docs[memory_id]
+                else:
+                    del pool.by_id[memory_id]
+
+        return read
+
+    everything = fresh_pool()
+    read_into(everything)(list(everything.by_id))
+    reachable = fresh_pool()
+    importance = {i: float(d.importance or 0.0) for i, d in docs.items()}
+    read_reachable(reachable, lambda ids: importance, read_into(reachable), need, share, headroom)
+    assert all(c.doc is not None for c in reachable.values())
+    assert _top_scores(reachable, bonus, share, need) == _top_scores(everything, bonus, share, need)
