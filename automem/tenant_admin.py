@@ -103,7 +103,7 @@ def erase_data(svc: Services, tenant: str, vectors: bool = True) -> dict[str, in
     counts = {"memories": 0, "edges": 0, "history_events": 0, "vectors": 0}
     while ids := svc.graph.tenant_ids_page(tenant, ERASE_PAGE):
         if vectors and svc.vectors is not None:
-            counts["vectors"] += len(svc.vectors.retrieve(ids))
+            counts["vectors"] += len(svc.vectors.retrieve(ids, fields=("rev",)))
             svc.vectors.delete(ids)
         for key, value in svc.graph.erase_memories(tenant, ids).items():
             counts[key] += value

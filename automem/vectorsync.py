@@ -152,7 +152,7 @@ class VectorSync:
         found: dict[str, list[str]] = {"missing": [], "stale": [], "orphaned": []}
         after = ""
         while rows := self.graph.revs_page(after, page):
-            stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
+            stored = self._stored_revs([i for i, _ in rows])
             found["missing"] += [i for i, _ in rows if i not in stored]
             found["stale"] += [i for i, rev in rows if i in stored and stored[i] < rev]
             after = rows[-1][0]
@@ -172,6 +172,11 @@ class VectorSync:
                 batch = []
         return orphaned + self._absent(batch)
 
+    def _stored_revs(self, ids: list[str]) -> dict[str, int]:
+        """Each stored point's rev, read alone (a whole payload copies the memory's filter fields)."""
+        assert self.vectors is not None
+        return {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve(ids, fields=("rev",))}
+
     def _absent(self, ids: list[str]) -> list[str]:
         known = self.graph.existing_ids(ids) if ids else set()
         return [i for i in ids if i not in known]
@@ -185,7 +190,7 @@ class VectorSync:
         assert self.vectors is not None
         repaired, after = 0, ""
         while rows := self.graph.revs_page(after, page):
-            stored = {r.id: int(r.payload.get("rev", 0)) for r in self.vectors.retrieve([i for i, _ in rows])}
+            stored = self._stored_revs([i for i, _ in rows])
             stale = [memory_id for memory_id, rev in rows if force or stored.get(memory_id, -1) < rev]
             if stale:
                 self.apply(stale)
