@@ -492,8 +492,9 @@ class Settings(BaseSettings):
         "Embedded mode: up to this many vectors the vector channel searches the Qdrant Edge shard "
         "exhaustively (exact, every filter in the query); above it the graph's HNSW index answers "
         "and the filters are applied to its nearest candidates, because an Edge shard cannot build "
-        "its own HNSW index without pausing the process that owns it. A filter that leaves too few "
-        "candidates falls back to the exact search. 0: always exact.",
+        "its own HNSW index without pausing the process that owns it. A filter the shard's payload "
+        "index estimates at no more than this many memories goes to the exact search directly, "
+        "and one that leaves too few of the HNSW candidates falls back to it. 0: always exact.",
     )
 
     # --- jobs ---------------------------------------------------------------------------------

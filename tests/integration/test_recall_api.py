@@ -399,7 +399,8 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     api: Api, services: Services, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Above RECALL_EXACT_SEARCH_LIMIT the vector channel asks the graph's HNSW index (on four
-    memories it is exact), with the same scores; a narrow filter falls back to the exact search."""
+    memories it is exact), with the same scores; a filter that selects no more than the limit
+    goes to the exact search without asking the index."""
     from automem.stores.recall_filter import RecallFilter
     from automem.timeutil import now_iso
 
@@ -436,5 +437,7 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     assert [r["score"] for r in after["results"]] == pytest.approx(
         [r["score"] for r in before["results"]], abs=1e-4
     )
-    narrow = recall(api, query="database", tags=["incident"], limit=3)  # 1 candidate < fetch: exact
-    assert [r["id"] for r in narrow["results"]] == [corpus["outage"]]
+    asked.clear()
+    # One memory carries the tag: the payload index says so, and the exact search answers alone.
+    narrow = recall(api, query="database", tags=["incident"], limit=3)
+    assert [r["id"] for r in narrow["results"]] == [corpus["outage"]] and not asked

@@ -364,6 +364,9 @@ def test_count(corpus: VectorStore) -> None:
     assert corpus.count() == len(CORPUS)
     assert corpus.count(None) == len(CORPUS)
     assert corpus.count(Filter(must=(Match("tags", ("beta",)),))) == 2
+    # The estimate from the payload index: exact for one indexed condition on a small store.
+    assert corpus.count(Filter(must=(Match("tags", ("beta",)),)), exact=False) == 2
+    assert corpus.count(exact=False) == len(CORPUS)
 
 
 # --- scroll ---------------------------------------------------------------------------------------

@@ -169,8 +169,10 @@ class VectorStore(abc.ABC):
         points matching `idf_scope` (the whole collection when None)."""
 
     @abc.abstractmethod
-    def count(self, flt: Filter | None = None) -> int:
-        """Exact number of points matching the filter."""
+    def count(self, flt: Filter | None = None, exact: bool = True) -> int:
+        """Number of points matching the filter; `exact=False`: the engine's estimate from its
+        payload indexes (constant time, where the exact count is linear in the matches; may be
+        off when several conditions combine)."""
 
     @abc.abstractmethod
     def scroll(

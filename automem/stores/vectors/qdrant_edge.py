@@ -288,12 +288,12 @@ class EdgeVectorStore(VectorStore):
             hits = shard.query(request)
         return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
 
-    def count(self, flt: Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None, exact: bool = True) -> int:
         with self._lock:
             shard = self._open_existing()
             if shard is None:
                 return 0
-            return int(shard.count(qe.CountRequest(exact=True, filter=_filter(flt))))
+            return int(shard.count(qe.CountRequest(exact=exact, filter=_filter(flt))))
 
     def scroll(
         self,

@@ -310,9 +310,9 @@ class QdrantVectorStore(VectorStore):
             with_payload=with_payload,
         )
 
-    def count(self, flt: Filter | None = None) -> int:
+    def count(self, flt: Filter | None = None, exact: bool = True) -> int:
         result = self._read_or(
-            None, lambda: self.client.count(self.collection, count_filter=_filter(flt), exact=True)
+            None, lambda: self.client.count(self.collection, count_filter=_filter(flt), exact=exact)
         )
         return 0 if result is None else int(result.count)
 
