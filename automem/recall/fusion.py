@@ -127,8 +127,7 @@ def reachable_floor(
     ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
     if sort != "score" or len(ranked) < limit:
         return 0.0
-    priors = IMPORTANCE_WEIGHT + (CONTEXT_WEIGHT if context_tags else 0.0)
-    priors += ENTITY_WEIGHT if entities else 0.0
+    priors = IMPORTANCE_WEIGHT + priors_headroom(context_tags, entities)
     return ranked[limit - 1] - priors / relevance_share(entities)
 
 
