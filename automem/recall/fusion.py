@@ -127,8 +127,15 @@ def reachable_floor(
     ranked = sorted((c.components.get("relevance", 0.0) for c in pool.values()), reverse=True)
     if sort != "score" or len(ranked) < limit:
         return 0.0
-    priors = IMPORTANCE_WEIGHT + priors_headroom(context_tags, entities)
-    return ranked[limit - 1] - priors / relevance_share(entities)
+    return _relevance_floor(
+        ranked[limit - 1], relevance_share(entities), priors_headroom(context_tags, entities)
+    )
+
+
+def _relevance_floor(nth_relevance: float, share: float, headroom: float) -> float:
+    """The least relevance that can still pass a candidate of `nth_relevance`: by the most the
+    priors (importance, and `headroom` from the others) can make up, in relevance units."""
+    return nth_relevance - (IMPORTANCE_WEIGHT + headroom) / share
 
 
 def priors_headroom(context_tags: bool, entities: Mapping[str, float] | None) -> float:
@@ -150,44 +157,45 @@ def read_reachable(
     others leave the pool unread (expansion brings any of them back on graph evidence).
 
     Before graph evidence, a candidate's final score is `share` x relevance + importance x
-    IMPORTANCE_WEIGHT, plus at most `headroom` from the other priors. Relevance alone rules out
-    whoever trails the `need`-th by more than any importance could make up (free). When more
-    remain than twice the first read below, their importances are read (`importance_of`, one
-    narrow query), then the first read: the best `need` + FINAL_SPARE by that score and the
-    expansion's seeds (the best SEEDS by relevance); then only the rest that could still pass
-    the `need`-th best of those (identical contents counted once, as the cut counts them). At
-    10k a plain search reads ~15 memories whole instead of ~60."""
+    IMPORTANCE_WEIGHT, plus at most `headroom` from the other priors. The first read: those
+    within the priors' reach of the `need`-th by relevance, at least `need` + FINAL_SPARE; when
+    that is more than twice a narrower read, their importances are read (`importance_of`, one
+    narrow query) and only the expansion's seeds (the best SEEDS by relevance) and the best
+    `need` + FINAL_SPARE by score are. Then every candidate whose best possible score still
+    reaches the `need`-th least score of those read and matching (identical contents counted
+    once, as the cut counts them): usually none, unless the filter dropped some of the first.
+    At 10k a plain search reads ~15 memories whole instead of ~60."""
     relevance_of = {i: c.components.get("relevance", 0.0) for i, c in pool.by_id.items()}
     by_relevance = sorted(relevance_of, key=lambda i: -relevance_of[i])
-    reachable = by_relevance
+    # What each candidate scores at least (importance 0) and at most (importance 1, every prior).
+    lower = {i: share * r for i, r in relevance_of.items()}
+    upper = {i: share * r + IMPORTANCE_WEIGHT + headroom for i, r in relevance_of.items()}
+    first = by_relevance
     if len(by_relevance) >= need:
-        cutoff = relevance_of[by_relevance[need - 1]] - (IMPORTANCE_WEIGHT + headroom) / share
+        cutoff = _relevance_floor(relevance_of[by_relevance[need - 1]], share, headroom)
         above = sum(1 for i in by_relevance if relevance_of[i] >= cutoff)
-        reachable = by_relevance[: max(need + FINAL_SPARE, above)]
-    first_size = need + FINAL_SPARE + SEEDS
-    if len(reachable) <= 2 * first_size:  # the importance query would spare too few rows
-        _keep_read(pool, read, reachable)
-        return
-    importance = importance_of(reachable)
-    base = {
-        i: share * relevance_of[i] + IMPORTANCE_WEIGHT * importance[i] for i in reachable if i in importance
-    }
-    by_base = sorted(base, key=lambda i: -base[i])
-    seeds = [i for i in reachable if i in base][:SEEDS]
-    first = list(dict.fromkeys([*seeds, *by_base[: need + FINAL_SPARE]]))
+        first = by_relevance[: max(need + FINAL_SPARE, above)]
+    if len(first) > 2 * (need + FINAL_SPARE + SEEDS):  # enough to spare to pay the importance query
+        importance = importance_of(first)
+        for i in (i for i in first if i in importance):
+            lower[i] = share * relevance_of[i] + IMPORTANCE_WEIGHT * importance[i]
+            upper[i] = lower[i] + headroom
+        by_lower = sorted((i for i in first if i in importance), key=lambda i: -lower[i])
+        seeds = [i for i in first if i in importance][:SEEDS]
+        first = list(dict.fromkeys([*seeds, *by_lower[: need + FINAL_SPARE]]))
     read(first)
-    floor = _nth_best_distinct(pool, first, base, need)
+    # The floor comes from the candidates that were read and matched: when some of the best by
+    # relevance fail the filter, candidates beyond the first cut can still make the answer.
+    floor = _nth_best_distinct(pool, first, lower, need)
     done = set(first)
-    rest = [i for i in by_base if i not in done and base[i] + headroom >= floor]
-    _keep_read(pool, read, [*first, *rest], rest)
+    rest = [i for i in by_relevance if i not in done and upper[i] >= floor]
+    read(rest)
+    _drop_all_but(pool, [*first, *rest])
 
 
-def _keep_read(
-    pool: CandidatePool, read: Callable[[list[str]], None], keep: list[str], now: list[str] | None = None
-) -> None:
-    """Read `now` (default: all of `keep`); every candidate not in `keep` leaves the pool."""
-    read(keep if now is None else now)
-    kept = set(keep)
+def _drop_all_but(pool: CandidatePool, read: list[str]) -> None:
+    """The candidates left unread leave the pool."""
+    kept = set(read)
     for unread in [i for i in pool.by_id if i not in kept]:
         del pool.by_id[unread]
 

@@ -181,6 +181,9 @@ _BEYOND = [(0.6, 0.0, 1, 1, 1), *[(0.59 - n * 0.001, 0.0, 1, 2 + n % 5, 1) for n
 @settings(max_examples=300)
 @example([*_BEYOND, (0.52, 1.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
 @example([*_BEYOND, (0.495, 0.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
+# Found by hypothesis: the best by relevance fail the filter, the one that matches lies beyond
+# the first cut.
+@example([*[(0.5, 0.0, 0, 0, 0)] * 5, (0.5, 0.0, 1, 0, 0), (0.5625, 0.0, 0, 0, 0)], 1, 0.0)
 @given(
     st.lists(
         # Relevances bunched as a search's are: many within the priors' reach of each other.
