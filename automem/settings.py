@@ -298,8 +298,18 @@ class Settings(BaseSettings):
         256,
         "EMBEDDING_BATCH_SIZE",
         "embedding",
-        "Texts per embedding job (one model call; the local model sorts them by length into "
-        "batches of 32, so larger calls waste less on padding).",
+        "Texts per embedding job (one model call; the local model sorts them by length into runs "
+        "of EMBEDDING_BATCH_TOKENS, so larger calls waste less on padding).",
+    )
+    embedding_batch_tokens: int = _setting(
+        1024,
+        "EMBEDDING_BATCH_TOKENS",
+        "embedding",
+        "Tokens per run of the local (fastembed) model: a job's texts are sorted by length and run "
+        "in groups whose count times their longest text's tokens stays within this (a longer text "
+        "runs alone). Cache-sized runs were fastest here: ~1.5x the paragraphs a second of runs "
+        "of 32 texts. 1 runs every text alone, so a text's vector never depends on the texts "
+        "embedded beside it (the int8 model quantises per run), at 20-36% less throughput.",
     )
     retrieval_context_chars: int = _setting(
         300,
@@ -740,7 +750,12 @@ class Settings(BaseSettings):
         if self.content_soft_limit > self.content_hard_limit:
             raise ValueError("MEMORY_CONTENT_SOFT_LIMIT must not exceed MEMORY_CONTENT_HARD_LIMIT")
         self.retry_intervals()  # validates the list
-        for name in ("graph_snapshot_max_nodes", "graph_snapshot_max_edges", "entity_scan_limit"):
+        for name in (
+            "graph_snapshot_max_nodes",
+            "graph_snapshot_max_edges",
+            "entity_scan_limit",
+            "embedding_batch_tokens",
+        ):
             if getattr(self, name) < 1:  # (their variables are their names in capitals)
                 raise ValueError(f"{name.upper()} must be at least 1")
         if self.stream_max_clients < 0 or self.stream_queue_size < 1:

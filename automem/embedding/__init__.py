@@ -73,7 +73,10 @@ def _build_fastembed(settings: Settings) -> EmbeddingProvider:
     from automem.embedding.fastembed import FastEmbedProvider
 
     provider = FastEmbedProvider(
-        settings.embedding_model, settings.embedding_model_dir, max_tokens=settings.embedding_max_tokens
+        settings.embedding_model,
+        settings.embedding_model_dir,
+        batch_tokens=settings.embedding_batch_tokens,
+        max_tokens=settings.embedding_max_tokens,
     )
     if settings.vector_size and settings.vector_size != provider.dimension:
         raise ConfigurationError(

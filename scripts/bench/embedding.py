@@ -1,15 +1,18 @@
 """Embedding throughput of the shipped local model (all-MiniLM-L6-v2, int8 ONNX) on real memory
 lengths: LongMemEval_S turns (paragraphs, median ~550 characters) and LoCoMo turns (one line).
 
-Three ways to run the same model over the same texts, in calls of --call-size texts (the
-embedding job's EMBEDDING_BATCH_SIZE, and a larger call):
-- `before`: fastembed as the provider used it until now (the tokenizer's 512-token limit,
-  batches in arrival order, each padded to its longest text);
-- `sorted, 512`: the provider with length-sorted batches, the 512 limit kept;
-- `sorted, 256 (default)`: the provider as shipped: length-sorted, cut at the 256 tokens the
-  model was trained on (EMBEDDING_MAX_TOKENS=0).
+Ways to run the same model over the same texts, in calls of --call-size texts (the embedding
+job's EMBEDDING_BATCH_SIZE, and a smaller call):
+- `before`: fastembed as the provider first used it (the tokenizer's 512-token limit, batches
+  of 64 in arrival order, each padded to its longest text);
+- `sorted, 256, runs of 32 texts`: length-sorted, cut at the 256 tokens the model was trained
+  on (EMBEDDING_MAX_TOKENS=0), 32 texts a model run whatever their length;
+- `sorted, ..., runs of N tokens`: the provider as shipped, each run as many length-sorted
+  texts as fit N tokens once padded (EMBEDDING_BATCH_TOKENS; 1,024 by default), with the 512
+  limit kept for comparison.
 Also reported: how close the 256-token vectors are to the 512-token ones (cosine), for the
-texts longer than 256 tokens (the only ones the window changes).
+texts longer than 256 tokens (the only ones the window changes), and how far the token runs
+move vectors from runs of 32 texts (the int8 model quantises activations per run).
 
     python scripts/bench/embedding.py                 # benchmarks/embedding.{json,md}
     python scripts/bench/embedding.py --texts 300     # a quicker look
@@ -62,6 +65,22 @@ def before(batch_size: int = 64) -> Embed:
     return embed
 
 
+def runs_of_texts(count: int = 32) -> Embed:
+    """The provider until the token budget: sorted by length, cut at 256 tokens, runs of `count`
+    texts whatever their length."""
+    model = FastEmbedProvider(model_dir=str(MODEL_DIR))._load()
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        arrays = list(model.embed([texts[i] for i in order], batch_size=count))
+        placed: list[Any] = [None] * len(texts)
+        for position, array in zip(order, arrays, strict=True):
+            placed[position] = array
+        return [a.astype(float).tolist() for a in placed]
+
+    return embed
+
+
 def rate(embed: Embed, texts: list[str], call_size: int) -> float:
     embed(texts[:8])  # warm: the session and the tokenizer
     started = time.perf_counter()
@@ -88,10 +107,18 @@ def window_effect(texts: list[str]) -> dict[str, Any]:
     }
 
 
+def cosine_summary(first: Embed, second: Embed, texts: list[str]) -> dict[str, float]:
+    """Each text's cosine between two ways of embedding it, over calls of 256 texts."""
+    a = np.array([v for start in range(0, len(texts), 256) for v in first(texts[start : start + 256])])
+    b = np.array([v for start in range(0, len(texts), 256) for v in second(texts[start : start + 256])])
+    cosines = (a * b).sum(axis=1)
+    return {"cosine_p50": round(float(np.median(cosines)), 4), "cosine_min": round(float(cosines.min()), 4)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=1000, help="texts per corpus (a seeded sample)")
-    parser.add_argument("--call-sizes", default="32,256", help="texts per embed call")
+    parser.add_argument("--call-sizes", default="256,32", help="texts per embed call")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
     args = parser.parse_args()
     rng = random.Random(7)
@@ -104,8 +131,17 @@ def main() -> int:
     corpora = {name: rng.sample(texts, min(args.texts, len(texts))) for name, texts in corpora.items()}
     ways: dict[str, Embed] = {
         "before (512, arrival order)": before(),
-        "sorted, 512": FastEmbedProvider(model_dir=str(MODEL_DIR), max_tokens=512).embed,
-        "sorted, 256 (default)": FastEmbedProvider(model_dir=str(MODEL_DIR)).embed,
+        "sorted, 256, runs of 32 texts": runs_of_texts(32),
+        "sorted, 512, runs of 1,024 tokens": FastEmbedProvider(
+            model_dir=str(MODEL_DIR), max_tokens=512
+        ).embed,
+        "sorted, 256, runs of 512 tokens": FastEmbedProvider(
+            model_dir=str(MODEL_DIR), batch_tokens=512
+        ).embed,
+        "sorted, 256, runs of 2,048 tokens": FastEmbedProvider(
+            model_dir=str(MODEL_DIR), batch_tokens=2048
+        ).embed,
+        "sorted, 256, runs of 1,024 tokens (default)": FastEmbedProvider(model_dir=str(MODEL_DIR)).embed,
     }
     rows = []
     for corpus, texts in corpora.items():
@@ -124,7 +160,18 @@ def main() -> int:
                     }
                 )
     effect = {name: window_effect(texts) for name, texts in corpora.items()}
-    report = {"meta": run_meta("embedding.py", model=MODEL_DIR.name), "rows": rows, "window_effect": effect}
+    moved = {
+        name: cosine_summary(
+            ways["sorted, 256, runs of 32 texts"], FastEmbedProvider(model_dir=str(MODEL_DIR)).embed, texts
+        )
+        for name, texts in corpora.items()
+    }
+    report = {
+        "meta": run_meta("embedding.py", model=MODEL_DIR.name),
+        "rows": rows,
+        "window_effect": effect,
+        "batch_effect": moved,
+    }
     return write_report(args.out, "embedding", report, render)
 
 
@@ -159,6 +206,13 @@ def render(report: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"- {corpus}: none (every vector is unchanged).")
+    lines += [
+        "",
+        "How far runs of 1,024 tokens move vectors from runs of 32 texts (cosine, calls of 256):",
+        "",
+    ]
+    for corpus, found in report.get("batch_effect", {}).items():
+        lines.append(f"- {corpus}: median {found['cosine_p50']}, least {found['cosine_min']}.")
     return "\n".join(lines) + "\n"
 
 

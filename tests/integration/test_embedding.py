@@ -478,3 +478,15 @@ def test_fastembed_sorted_batches_answer_in_the_callers_order(
         assert cosine(shuffled[position], together[i]) > 0.9999
     for text, vector in zip(texts, together, strict=True):
         assert cosine(vector, minilm.embed_one(text)) > 0.9
+
+
+@pytest.mark.semantic
+@needs_model
+def test_fastembed_runs_of_one_token_give_each_text_its_lone_vector() -> None:
+    """EMBEDDING_BATCH_TOKENS=1 runs every text alone: its vector is the one it gets by itself,
+    whatever else the call holds (the default's runs of ~1,024 tokens move it a little)."""
+    alone = FastEmbedProvider(None, str(MODEL_DIR), batch_tokens=1)
+    texts = ["of", "the team chose Kotlin", "a review of every deploy before noon, as agreed"]
+    together = alone.embed(texts)
+    for text, vector in zip(texts, together, strict=True):
+        assert vector == alone.embed_one(text)
