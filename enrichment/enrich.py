@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +33,7 @@ from enrichment.embedding import contexts_of
 from enrichment.entities import Entity, extract_entities
 from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.jobevents import enrichment_events, error_text
-from enrichment.links import link_sequence, link_similar
+from enrichment.links import link_sequence, link_similar, sequence_lock
 from enrichment.registry import job
 
 # Reads and guarded writes per memory before giving up: a client editing the memory meanwhile
@@ -151,21 +151,117 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     A memory that raises an error of its own is recorded and skipped (enrichment.isolation);
     the rest of the batch is enriched.
     The write is guarded by the memory's version, so a client change made while the job ran is
-    never reverted; the job re-reads and tries again, and the change also queued its own job."""
+    never reverted; the job re-reads and tries again, and the change also queued its own job.
+
+    In two passes: every memory's enrichment is written, then the links are made, the memories
+    of one sequence under one lock (taking and freeing a Redis lock for each memory was a
+    seventh of an enrichment's time), and the vector store is told of all of them at once."""
     svc = current_services()
-    enriched: list[str] = []
     failed = 0
     with _recording(svc) as record, enrichment_events(svc, memory_ids) as announced:
+        applied: list[Applied] = []
         for memory_id in memory_ids:
-            outcome = isolated(svc, JobName.ENRICH, memory_id, partial(_enrich_one, svc, memory_id, force))
+            outcome = isolated(svc, JobName.ENRICH, memory_id, partial(_apply_one, svc, memory_id, force))
             if isinstance(outcome, ItemFailed):
                 failed += 1
-            elif outcome:
-                enriched.append(memory_id)
-                record(memory_id)
-                announced.add(memory_id)
+            elif outcome is not None:
+                applied.append(outcome)
+        linked = _link_all(svc, applied)
+        failed += len(applied) - len(linked)
+        _sync_all(svc, linked)
+        enriched = [item.doc.id for item in linked]
+        for memory_id in enriched:
+            record(memory_id)
+            announced.add(memory_id)
         clear_failures(svc, JobName.ENRICH, enriched)
     return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A memory whose enrichment was written: as it is now, and whether its resolved dates
+    changed (its keyword text then changes too)."""
+
+    doc: MemoryRecord
+    dates_changed: bool
+
+
+def _apply_one(svc: Services, memory_id: str, force: bool) -> Applied | None:
+    """Write the memory's enrichment (None: nothing to do, or a client kept changing it).
+
+    Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
+    the second attempt on: the graph store refuses a write that names a merged entity, so the
+    first attempt saves the lookup (a round trip, ~4 % of a memory's enrichment) in the common
+    case where no name it found was merged, and a write that does name one is redone resolved."""
+    s = svc.settings
+    for attempt in range(_ATTEMPTS):
+        doc = svc.graph.get_memory(memory_id)
+        if doc is None or doc.state != "active":
+            return None
+        if not force and doc.enriched and doc.enrichment_version >= ENRICHMENT_VERSION:
+            return None
+        now = now_iso()
+        plan = derive(
+            doc,
+            now=now,
+            max_entities=s.enrichment_max_entities,
+            max_tags=s.max_tags,
+            summary_length=s.enrichment_summary_length,
+            resolve=_resolver(svc, doc.tenant) if attempt else None,
+        )
+        event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
+        if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
+            _classify_if_unsure(svc, doc)
+            dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
+            return Applied(doc.with_props(plan.props), dates_changed)
+    return None
+
+
+def _link_all(svc: Services, applied: list[Applied]) -> list[Applied]:
+    """Sequence and similarity links of the enriched memories; those linked (a memory whose
+    linking raised an error of its own is recorded and left out)."""
+    now = now_iso()
+    moved: dict[str, str] = {}
+    unlinked: set[str] = set()
+    for docs in _by_sequence(item.doc for item in applied).values():
+        with sequence_lock(svc.queue_redis, docs[0]):
+            for doc in docs:
+                spliced = isolated(svc, JobName.ENRICH, doc.id, partial(link_sequence, svc.graph, doc, now))
+                if isinstance(spliced, ItemFailed):
+                    unlinked.add(doc.id)
+                else:
+                    moved.update(spliced)
+    linked: list[Applied] = []
+    for item in (i for i in applied if i.doc.id not in unlinked):
+        similar = isolated(svc, JobName.ENRICH, item.doc.id, partial(_link_similar, svc, item.doc, now))
+        if not isinstance(similar, ItemFailed):
+            linked.append(item)
+    if moved:
+        _refresh_retrieval_contexts(svc, moved)
+    return linked
+
+
+def _by_sequence(docs: Iterable[MemoryRecord]) -> dict[tuple[str, str], list[MemoryRecord]]:
+    """The memories grouped by sequence (tenant and scope), each group in the job's order."""
+    groups: dict[tuple[str, str], list[MemoryRecord]] = {}
+    for doc in docs:
+        groups.setdefault((doc.tenant, doc.seq_scope or ""), []).append(doc)
+    return groups
+
+
+def _link_similar(svc: Services, doc: MemoryRecord, now: str) -> None:
+    if doc.embedded:
+        s = svc.settings
+        link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
+
+
+def _sync_all(svc: Services, linked: list[Applied]) -> None:
+    """Tags and rev to the vector store; the keyword text too where resolved dates changed (the
+    vector is as it was)."""
+    for dates_changed in (False, True):
+        ids = [item.doc.id for item in linked if item.dates_changed is dates_changed]
+        if ids:
+            svc.sync.request(ids, payload_only=not dates_changed)
 
 
 def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
@@ -181,48 +277,6 @@ def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> 
         stale = (doc.embedding_context or "") != follows
         if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
             svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
-
-
-def _enrich_one(svc: Services, memory_id: str, force: bool) -> bool:
-    """Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
-    the second attempt on: the graph store refuses a write that names a merged entity, so the
-    first attempt saves the lookup (a round trip, ~4 % of a memory's enrichment) in the common
-    case where no name it found was merged, and a write that does name one is redone resolved."""
-    s = svc.settings
-    for attempt in range(_ATTEMPTS):
-        doc = svc.graph.get_memory(memory_id)
-        if doc is None or doc.state != "active":
-            return False
-        if not force and doc.enriched and doc.enrichment_version >= ENRICHMENT_VERSION:
-            return False
-        now = now_iso()
-        plan = derive(
-            doc,
-            now=now,
-            max_entities=s.enrichment_max_entities,
-            max_tags=s.max_tags,
-            summary_length=s.enrichment_summary_length,
-            resolve=_resolver(svc, doc.tenant) if attempt else None,
-        )
-        event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
-        if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
-            _classify_if_unsure(svc, doc)
-            moved = link_sequence(svc.graph, svc.queue_redis, doc.with_props(plan.props), now)
-            if moved:
-                _refresh_retrieval_contexts(svc, moved)
-            if doc.embedded:
-                link_similar(
-                    svc.graph,
-                    memory_id,
-                    s.enrichment_similarity_limit,
-                    s.enrichment_similarity_threshold,
-                    now,
-                )
-            # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
-            dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
-            svc.sync.request([memory_id], payload_only=not dates_changed)
-            return True
-    return False
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:

@@ -13,6 +13,9 @@ vector store in embedded mode).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import redis
 
 from automem.record import MemoryRecord
@@ -21,22 +24,28 @@ from automem.stores.graph import GraphStore
 LOCK_SECONDS = 30
 
 
-def link_sequence(graph: GraphStore, locks: redis.Redis, doc: MemoryRecord, now: str) -> dict[str, str]:
-    """Put `doc` in its place in its sequence; the memories whose predecessor changed, each with
-    its new predecessor ("" for none)."""
-    scope = doc.seq_scope or ""
-    name = f"automem:seq-lock:{doc.tenant}:{scope}"
+@contextmanager
+def sequence_lock(locks: redis.Redis, doc: MemoryRecord) -> Iterator[None]:
+    """Held while memories of `doc`'s sequence (its tenant and scope) are linked: splices of
+    one sequence by two workers would interleave."""
+    name = f"automem:seq-lock:{doc.tenant}:{doc.seq_scope or ''}"
     with locks.lock(name, timeout=LOCK_SECONDS, blocking_timeout=LOCK_SECONDS):
-        prev_id, next_id = graph.sequence_position(doc)
-        before, after = graph.sequence_links(doc.id)
-        if set(before) == _set(prev_id) and set(after) == _set(next_id):
-            return {}
-        stale_before = [i for i in before if i != prev_id]
-        stale_after = [i for i in after if i != next_id]
-        heal = None
-        if len(stale_before) == 1 and len(stale_after) == 1:
-            heal = (stale_after[0], stale_before[0])
-        graph.relink_sequence(doc.id, prev_id, next_id, heal, now)
+        yield
+
+
+def link_sequence(graph: GraphStore, doc: MemoryRecord, now: str) -> dict[str, str]:
+    """Put `doc` in its place in its sequence (under its `sequence_lock`); the memories whose
+    predecessor changed, each with its new predecessor ("" for none)."""
+    prev_id, next_id = graph.sequence_position(doc)
+    before, after = graph.sequence_links(doc.id)
+    if set(before) == _set(prev_id) and set(after) == _set(next_id):
+        return {}
+    stale_before = [i for i in before if i != prev_id]
+    stale_after = [i for i in after if i != next_id]
+    heal = None
+    if len(stale_before) == 1 and len(stale_after) == 1:
+        heal = (stale_after[0], stale_before[0])
+    graph.relink_sequence(doc.id, prev_id, next_id, heal, now)
     changed = {doc.id: prev_id or ""} if set(before) != _set(prev_id) else {}
     if next_id and set(after) != {next_id}:
         changed[next_id] = doc.id
