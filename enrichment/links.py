@@ -27,7 +27,8 @@ LOCK_SECONDS = 30
 @contextmanager
 def sequence_lock(locks: redis.Redis, doc: MemoryRecord) -> Iterator[None]:
     """Held while memories of `doc`'s sequence (its tenant and scope) are linked: splices of
-    one sequence by two workers would interleave."""
+    one sequence by two workers would interleave. An enrichment job holds it for its memories of
+    the sequence (50 a job from the intake, a few ms each), far inside LOCK_SECONDS."""
     name = f"automem:seq-lock:{doc.tenant}:{doc.seq_scope or ''}"
     with locks.lock(name, timeout=LOCK_SECONDS, blocking_timeout=LOCK_SECONDS):
         yield

@@ -98,3 +98,39 @@ def test_a_vector_the_provider_botches_fails_only_its_memory(
     assert stored is None or np.isfinite(np.asarray(stored)).all()
     items = api.get("/enrichment/status").get_json()["failed_items"]["items"]
     assert [(i["memory_id"], i["job"]) for i in items] == [(bad, "embed_memories")]
+
+
+def test_a_memory_whose_sequence_splice_fails_leaves_the_rest_of_its_sequence_linked(
+    api: Api, services: Services, jobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The links pass of an enrichment job (one lock hold for a sequence's memories) isolates
+    each memory too: the one whose splice raises is recorded, the others are linked and synced."""
+    ids = [
+        _store(
+            api,
+            f"Standup note {n} of the billing team",
+            tags=["billing"],
+            timestamp=f"2025-03-0{n + 1}T09:00:00Z",
+        )
+        for n in range(3)
+    ]
+    bad = ids[1]
+    links = services.graph.sequence_links
+
+    def failing_for_the_bad_one(memory_id: str) -> tuple[list[str], list[str]]:
+        if memory_id == bad:
+            raise ValueError("a splice that cannot be made")
+        return links(memory_id)
+
+    monkeypatch.setattr(services.graph, "sequence_links", failing_for_the_bad_one)
+    jobs()
+
+    status = api.get("/enrichment/status").get_json()
+    assert _failed_enrich_jobs(api) == 0 and status["failed_memories"] == 1
+    assert [i["memory_id"] for i in status["failed_items"]["items"]] == [bad]
+    assert status["stats"]["enriched"] == 2
+    monkeypatch.undo()
+    assert services.graph.sequence_links(ids[2]) == ([bad], [])  # the third follows the second
+    revs = {d.id: d.rev for d in services.graph.get_memories([ids[0], ids[2]])}
+    synced = services.vectors.retrieve([ids[0], ids[2]], fields=("rev",))
+    assert {r.id: r.payload["rev"] for r in synced} == revs  # the enrichment reached the index
