@@ -28,8 +28,10 @@ from automem.stores.vectors.base import (
     Condition,
     Filter,
     Match,
+    OrderedPoint,
     Range,
     VectorStore,
+    payload_rev,
 )
 from automem.timeutil import format_utc
 
@@ -60,26 +62,26 @@ def tag_filter(
     return Filter(must=tuple(must))
 
 
-def top_ids(store: VectorStore, flt: Filter, order: Order, count: int) -> list[str]:
-    """The ids of the first `count` points matching `flt` in `order`, then by id (membership is
-    exact; `sort_exactly` puts them in order once their payloads are read)."""
+def top_points(store: VectorStore, flt: Filter, order: Order, count: int) -> list[OrderedPoint]:
+    """The first `count` points matching `flt` in `order`, then by id, each with its payload's
+    `rev` (membership is exact; `sort_exactly` puts them in order once their memories are read)."""
     return _top(store, flt, ORDERS[order], count)
 
 
-def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -> list[str]:
+def _top(store: VectorStore, flt: Filter, keys: Sequence[SortKey], count: int) -> list[OrderedPoint]:
     if count <= 0:
         return []
     if not keys:
         records, _ = store.scroll(flt, limit=count)  # the stores scroll in id order
-        return [r.id for r in records]
+        return [OrderedPoint(r.id, 0.0, payload_rev(r.payload)) for r in records]
     (field, descending), rest = keys[0], keys[1:]
     # One point past the page says whether the boundary value's ties go on beyond it: mostly they
     # do not, and the page is settled by this one walk (a second filtered query costs 0.3-0.5 ms).
     page = store.ordered(flt, field, descending, count + 1)
-    if len(page) <= count or page[count][1] != page[count - 1][1]:
-        return [i for i, _ in page[:count]]
-    boundary = page[count - 1][1]
-    before = [i for i, value in page[:count] if value != boundary]
+    if len(page) <= count or page[count].value != page[count - 1].value:
+        return page[:count]
+    boundary = page[count - 1].value
+    before = [p for p in page[:count] if p.value != boundary]
     ties = Filter(must=(flt, _equal_to(field, boundary)))
     return before + _top(store, ties, rest, count - len(before))
 
@@ -108,11 +110,11 @@ def listed_docs(
     asks the graph to sort)."""
     if count > INDEX_PAGE_LIMIT:
         return None
-    ids = top_ids(store, flt, order, count)
-    if not ids:
+    points = top_points(store, flt, order, count)
+    if not points:
         return []
-    revs = {r.id: int(r.payload.get("rev") or -1) for r in store.retrieve(ids, fields=("rev",))}
-    docs = graph.get_memories(ids, view="recall")
-    if len(docs) != len(ids) or any(revs.get(d.id) != d.rev for d in docs):
+    revs = {p.id: p.rev for p in points}
+    docs = graph.get_memories(list(revs), view="recall")
+    if len(docs) != len(revs) or any(revs.get(d.id) != d.rev for d in docs):
         return None
     return sort_exactly(docs, order)

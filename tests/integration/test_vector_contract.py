@@ -403,15 +403,20 @@ def test_ordered_follows_a_float_or_datetime_index_and_the_filter(store: VectorS
             payload["timestamp"] = f"{day}T00:00:00.000000+00:00"
         points.append(point(n, [1, n, 0, 0], **payload))
     store.upsert(points)
-    assert [v for _, v in store.ordered(None, "importance", True, 10)] == [0.9, 0.7, 0.5, 0.5, 0.2]
-    assert [v for _, v in store.ordered(None, "importance", False, 2)] == [0.2, 0.5]
+    assert [p.value for p in store.ordered(None, "importance", True, 10)] == [0.9, 0.7, 0.5, 0.5, 0.2]
+    assert [p.value for p in store.ordered(None, "importance", False, 2)] == [0.2, 0.5]
     # A point without the field is left out; a datetime's order value is epoch microseconds.
     newest = store.ordered(None, "timestamp", True, 10)
-    assert [i for i, _ in newest] == [uid(2), uid(4), uid(1), uid(3)]
-    assert newest[0][1] == datetime(2025, 1, 5, tzinfo=UTC).timestamp() * 1_000_000
+    assert [p.id for p in newest] == [uid(2), uid(4), uid(1), uid(3)]
+    assert newest[0].value == datetime(2025, 1, 5, tzinfo=UTC).timestamp() * 1_000_000
     only_a = store.ordered(Filter(must=(Match("tags", ("a",)),)), "timestamp", False, 10)
-    assert [i for i, _ in only_a] == [uid(3), uid(1)]
+    assert [p.id for p in only_a] == [uid(3), uid(1)]
     assert store.ordered(None, "importance", True, 0) == []
+    # Each point carries its payload's rev (-1 without one), read along the walk.
+    store.upsert([point(1, [1, 1, 0, 0], importance=0.9, rev=7)])
+    store.upsert([VectorPoint(id=uid(6), vector=[1, 6, 0, 0], payload={"importance": 0.95})])
+    top = store.ordered(None, "importance", True, 3)
+    assert [(p.id, p.rev) for p in top] == [(uid(6), -1), (uid(1), 7), (uid(4), 1)]
 
 
 def test_overwrite_payloads_keeps_vectors_and_respects_the_rev_guard(store: VectorStore) -> None:

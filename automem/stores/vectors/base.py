@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from automem.errors import DimensionMismatch
 
@@ -80,6 +80,20 @@ class VectorHit:
     id: str
     score: float
     payload: dict[str, Any]
+
+
+class OrderedPoint(NamedTuple):
+    """A point of an ordered walk: its id, its order value and its payload's `rev` (-1 if none)."""
+
+    id: str
+    value: float
+    rev: int
+
+
+def payload_rev(payload: dict[str, Any] | None) -> int:
+    """A payload's `rev`, -1 when it has none."""
+    rev = (payload or {}).get("rev")
+    return int(rev) if rev is not None else -1
 
 
 @dataclass(frozen=True)
@@ -185,11 +199,12 @@ class VectorStore(abc.ABC):
         """One page of points in id order and the offset of the next page (None at the end)."""
 
     @abc.abstractmethod
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
-        """(id, order value) of up to `limit` points matching `flt`, in the order of payload
-        field `key` (one with a float or datetime index; a datetime's order value is its epoch
-        time in microseconds). Points lacking the field are left out; the order among equal
-        values is unspecified. No payloads: reading them costs far more than the ordered walk."""
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[OrderedPoint]:
+        """Up to `limit` points matching `flt`, in the order of payload field `key` (one with a
+        float or datetime index; a datetime's order value is its epoch time in microseconds).
+        Points lacking the field are left out; the order among equal values is unspecified.
+        Of the payload only `rev` is read (listings check it against the graph: read along the
+        walk it costs ~0.15 ms, a separate read 0.35 ms; whole payloads cost far more)."""
 
     @abc.abstractmethod
     def drop(self) -> None:

@@ -32,6 +32,7 @@ from automem.stores.vectors.base import (
     HasId,
     IsNull,
     Match,
+    OrderedPoint,
     Range,
     VectorHit,
     VectorPoint,
@@ -40,6 +41,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
+    payload_rev,
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
@@ -317,7 +319,7 @@ class EdgeVectorStore(VectorStore):
         page = [_record(r, with_vectors) for r in records]
         return page, (str(next_offset) if next_offset is not None else None)
 
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[OrderedPoint]:
         direction = qe.Direction.Desc if descending else qe.Direction.Asc
         with self._lock:
             shard = self._open_existing()
@@ -326,11 +328,11 @@ class EdgeVectorStore(VectorStore):
             request = qe.ScrollRequest(
                 limit=limit,
                 filter=_filter(flt),
-                with_payload=False,
+                with_payload=["rev"],
                 order_by=qe.OrderBy(key=key, direction=direction),
             )
             records, _ = shard.scroll(request)
-        return [(str(r.id), float(r.order_value or 0)) for r in records]
+        return [OrderedPoint(str(r.id), float(r.order_value or 0), payload_rev(r.payload)) for r in records]
 
 
 # --- rev guard ------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from automem.stores.vectors.base import (
     HasId,
     IsNull,
     Match,
+    OrderedPoint,
     Range,
     VectorHit,
     VectorPoint,
@@ -35,6 +36,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
+    payload_rev,
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
@@ -340,7 +342,7 @@ class QdrantVectorStore(VectorStore):
         page_records = [_record(r, with_vectors) for r in records]
         return page_records, (str(next_offset) if next_offset is not None else None)
 
-    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[tuple[str, float]]:
+    def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[OrderedPoint]:
         if limit <= 0:
             return []
         direction = qm.Direction.DESC if descending else qm.Direction.ASC
@@ -350,11 +352,13 @@ class QdrantVectorStore(VectorStore):
                 self.collection,
                 scroll_filter=_filter(flt),
                 limit=limit,
-                with_payload=False,
+                with_payload=["rev"],
                 order_by=qm.OrderBy(key=key, direction=direction),
             ),
         )
-        return [] if page is None else [(str(r.id), float(r.order_value or 0)) for r in page[0]]
+        if page is None:
+            return []
+        return [OrderedPoint(str(r.id), float(r.order_value or 0), payload_rev(r.payload)) for r in page[0]]
 
 
 # --- rev guard ------------------------------------------------------------------------------------
