@@ -249,7 +249,12 @@ class ArchiveCheck:
             record = json.loads(line)
         except ValueError as exc:
             raise invalid(f"line {number} is not JSON") from exc
-        if not isinstance(record, dict) or record.get("kind") not in _PHASES:
+        # A kind that is a list or an object cannot be looked up (unhashable): not a known kind either.
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("kind"), str)
+            or record["kind"] not in _PHASES
+        ):
             raise invalid(f"line {number} is not a record of a known kind")
         kind = str(record["kind"])
         if self.ended:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from automem.classify import MEMORY_TYPES
@@ -276,19 +276,29 @@ def _with_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _graph_records(records: list[dict[str, Any]]) -> list[str]:
     """The archive's graph part, comparable: every record but the header, the end and the vector
-    points (derived: a restore rebuilds a missing one from the graph). Embeddings as float32."""
+    points (derived: a restore rebuilds a missing one from the graph). Embeddings as float32, a
+    memory record without its optional `embedding` as one whose embedding is null."""
     out = []
     for record in records:
         if record.get("kind") in ("header", "end", "vector"):
             continue
         if isinstance(record.get("embedding"), list):
             record = {**record, "embedding": np.asarray(record["embedding"], dtype=np.float32).tolist()}
+        if record.get("kind") == "memory":  # the field is optional: absent reads as no embedding
+            record = {"embedding": None, **record}
         out.append(json.dumps(record, sort_keys=True))
     return sorted(out)
 
 
+ONE_MEMORY = [("create", {"content": "0"}, True, 0.5)]  # header, memory, event, vector, end
+
+
 @PROPERTY
 @given(ops=operations, where=st.floats(0, 1, exclude_max=True), mutation=mutations, fix_counts=st.booleans())
+# Found by hypothesis: a record whose kind is a list (unhashable) was a 500, not a 400; a memory
+# record without its optional embedding field is restored as one without an embedding.
+@example(ops=ONE_MEMORY, where=0.2, mutation=("set", "kind", [0.0], False), fix_counts=False)
+@example(ops=ONE_MEMORY, where=0.2, mutation=("remove", "embedding", False), fix_counts=False)
 def test_a_mutated_archive_is_restored_exactly_or_refused_untouched(
     api: Api,
     services: Services,
