@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +33,7 @@ from enrichment.embedding import contexts_of
 from enrichment.entities import Entity, extract_entities
 from enrichment.isolation import ItemFailed, clear_failures, isolated
 from enrichment.jobevents import enrichment_events, error_text
-from enrichment.links import link_sequence, link_similar, sequence_lock
+from enrichment.links import SequenceLocks, link_sequence, link_similar
 from enrichment.registry import job
 
 # Reads and guarded writes per memory before giving up: a client editing the memory meanwhile
@@ -153,27 +153,29 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     The write is guarded by the memory's version, so a client change made while the job ran is
     never reverted; the job re-reads and tries again, and the change also queued its own job.
 
-    In two passes: every memory's enrichment is written, then the links are made, the memories
-    of one sequence under one lock (taking and freeing a Redis lock for each memory was a
-    seventh of an enrichment's time), and the vector store is told of all of them at once."""
+    Each memory is enriched and linked before the next, so a crash leaves at most one memory
+    enriched without its links; a sequence's lock is kept from one memory to the next of the
+    same sequence (taking and freeing it for each was a seventh of an enrichment's time), and
+    the vector store is told of the batch at the end (a lost request is repaired by reconcile)."""
     svc = current_services()
+    enriched: list[Applied] = []
     failed = 0
-    with _recording(svc) as record, enrichment_events(svc, memory_ids) as announced:
-        applied: list[Applied] = []
+    with (
+        _recording(svc) as record,
+        enrichment_events(svc, memory_ids) as announced,
+        SequenceLocks(svc.queue_redis) as locks,
+    ):
         for memory_id in memory_ids:
-            outcome = isolated(svc, JobName.ENRICH, memory_id, partial(_apply_one, svc, memory_id, force))
+            work = partial(_enrich_one, svc, memory_id, force, locks)
+            outcome = isolated(svc, JobName.ENRICH, memory_id, work)
             if isinstance(outcome, ItemFailed):
                 failed += 1
             elif outcome is not None:
-                applied.append(outcome)
-        linked = _link_all(svc, applied)
-        failed += len(applied) - len(linked)
-        _sync_all(svc, linked)
-        enriched = [item.doc.id for item in linked]
-        for memory_id in enriched:
-            record(memory_id)
-            announced.add(memory_id)
-        clear_failures(svc, JobName.ENRICH, enriched)
+                enriched.append(outcome)
+                record(memory_id)
+                announced.add(memory_id)
+        _sync_all(svc, enriched)
+        clear_failures(svc, JobName.ENRICH, [item.doc.id for item in enriched])
     return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
 
 
@@ -186,8 +188,33 @@ class Applied:
     dates_changed: bool
 
 
-def _apply_one(svc: Services, memory_id: str, force: bool) -> Applied | None:
-    """Write the memory's enrichment (None: nothing to do, or a client kept changing it).
+def _sync_all(svc: Services, enriched: list[Applied]) -> None:
+    """Tags and rev to the vector store; the keyword text too where resolved dates changed (the
+    vector is as it was)."""
+    for dates_changed in (False, True):
+        ids = [item.doc.id for item in enriched if item.dates_changed is dates_changed]
+        if ids:
+            svc.sync.request(ids, payload_only=not dates_changed)
+
+
+def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
+    """Embed again the memories whose vector was made with another predecessor's words than
+    the one they now follow (a memory arrived late and was spliced in before them). Memories
+    not embedded yet are left to their pending embedding job, client vectors to the client."""
+    if svc.settings.retrieval_context_chars <= 0:
+        return
+    docs = {d.id: d for d in svc.graph.get_memories(list(predecessors))}
+    contexts = contexts_of(svc, docs, {i: p or None for i, p in predecessors.items()})
+    for doc in docs.values():
+        follows = contexts[doc.id].id if doc.id in contexts else ""
+        stale = (doc.embedding_context or "") != follows
+        if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
+            svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
+
+
+def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks) -> Applied | None:
+    """Write the memory's enrichment and make its links (None: nothing to do, or a client kept
+    changing it).
 
     Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
     the second attempt on: the graph store refuses a write that names a merged entity, so the
@@ -212,71 +239,22 @@ def _apply_one(svc: Services, memory_id: str, force: bool) -> Applied | None:
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
             _classify_if_unsure(svc, doc)
+            enriched = doc.with_props(plan.props)
+            with locks.hold(enriched):
+                moved = link_sequence(svc.graph, enriched, now)
+            if moved:
+                _refresh_retrieval_contexts(svc, moved)
+            if doc.embedded:
+                link_similar(
+                    svc.graph,
+                    memory_id,
+                    s.enrichment_similarity_limit,
+                    s.enrichment_similarity_threshold,
+                    now,
+                )
             dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
-            return Applied(doc.with_props(plan.props), dates_changed)
+            return Applied(enriched, dates_changed)
     return None
-
-
-def _link_all(svc: Services, applied: list[Applied]) -> list[Applied]:
-    """Sequence and similarity links of the enriched memories; those linked (a memory whose
-    linking raised an error of its own is recorded and left out)."""
-    now = now_iso()
-    moved: dict[str, str] = {}
-    unlinked: set[str] = set()
-    for docs in _by_sequence(item.doc for item in applied).values():
-        with sequence_lock(svc.queue_redis, docs[0]):
-            for doc in docs:
-                spliced = isolated(svc, JobName.ENRICH, doc.id, partial(link_sequence, svc.graph, doc, now))
-                if isinstance(spliced, ItemFailed):
-                    unlinked.add(doc.id)
-                else:
-                    moved.update(spliced)
-    linked: list[Applied] = []
-    for item in (i for i in applied if i.doc.id not in unlinked):
-        similar = isolated(svc, JobName.ENRICH, item.doc.id, partial(_link_similar, svc, item.doc, now))
-        if not isinstance(similar, ItemFailed):
-            linked.append(item)
-    if moved:
-        _refresh_retrieval_contexts(svc, moved)
-    return linked
-
-
-def _by_sequence(docs: Iterable[MemoryRecord]) -> dict[tuple[str, str], list[MemoryRecord]]:
-    """The memories grouped by sequence (tenant and scope), each group in the job's order."""
-    groups: dict[tuple[str, str], list[MemoryRecord]] = {}
-    for doc in docs:
-        groups.setdefault((doc.tenant, doc.seq_scope or ""), []).append(doc)
-    return groups
-
-
-def _link_similar(svc: Services, doc: MemoryRecord, now: str) -> None:
-    if doc.embedded:
-        s = svc.settings
-        link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
-
-
-def _sync_all(svc: Services, linked: list[Applied]) -> None:
-    """Tags and rev to the vector store; the keyword text too where resolved dates changed (the
-    vector is as it was)."""
-    for dates_changed in (False, True):
-        ids = [item.doc.id for item in linked if item.dates_changed is dates_changed]
-        if ids:
-            svc.sync.request(ids, payload_only=not dates_changed)
-
-
-def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
-    """Embed again the memories whose vector was made with another predecessor's words than
-    the one they now follow (a memory arrived late and was spliced in before them). Memories
-    not embedded yet are left to their pending embedding job, client vectors to the client."""
-    if svc.settings.retrieval_context_chars <= 0:
-        return
-    docs = {d.id: d for d in svc.graph.get_memories(list(predecessors))}
-    contexts = contexts_of(svc, docs, {i: p or None for i, p in predecessors.items()})
-    for doc in docs.values():
-        follows = contexts[doc.id].id if doc.id in contexts else ""
-        stale = (doc.embedding_context or "") != follows
-        if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
-            svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:

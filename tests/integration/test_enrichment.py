@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 import redis
 
+from automem.record import MemoryRecord
 from automem.services import Services
 from enrichment import enrich as enrichment_jobs
+from enrichment import links
 from enrichment.enrich import ENRICHMENT_VERSION, first_sentence
 from enrichment.intake import dispatch_intake
+from enrichment.links import SequenceLocks
 from enrichment.maintenance import reconcile
 from tests.conftest import ADMIN_TOKEN, Api
 
@@ -436,3 +439,31 @@ def test_relative_dates_are_resolved_and_searchable(api: Api, services: Services
     assert services.vectors is not None
     hits = services.vectors.keyword_search("camping on 6 May", 5, with_payload=False)
     assert [h.id for h in hits][:1] == [camping]
+
+
+def test_a_sequence_lock_is_kept_across_its_memories_and_freed_at_the_end(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An enrichment job takes a sequence's Redis lock once for consecutive memories of the
+    sequence, changes it when the sequence changes, takes it anew after a third of its lifetime,
+    and frees it when the job ends; a worker waiting for it then gets it at once."""
+    redis_client = services.queue_redis
+    standup = MemoryRecord("a", tenant="t", seq_scope="standup")
+    retro = MemoryRecord("b", tenant="t", seq_scope="retro")
+    key = {doc.seq_scope: f"automem:seq-lock:t:{doc.seq_scope}" for doc in (standup, retro)}
+    clock = [1000.0]
+    monkeypatch.setattr(links.time, "monotonic", lambda: clock[0])
+    with SequenceLocks(redis_client) as locks:
+        with locks.hold(standup):
+            token = redis_client.get(key["standup"])
+        with locks.hold(standup):
+            assert redis_client.get(key["standup"]) == token  # not freed and taken again
+        clock[0] += links.LOCK_SECONDS / 3 + 1
+        with locks.hold(standup):
+            assert redis_client.get(key["standup"]) not in (None, token)  # taken anew
+        with locks.hold(retro):
+            assert redis_client.get(key["standup"]) is None and redis_client.get(key["retro"])
+    assert redis_client.get(key["retro"]) is None
+    other = redis_client.lock(key["retro"], timeout=5, blocking_timeout=0.5)
+    assert other.acquire()
+    other.release()

@@ -103,8 +103,8 @@ def test_a_vector_the_provider_botches_fails_only_its_memory(
 def test_a_memory_whose_sequence_splice_fails_leaves_the_rest_of_its_sequence_linked(
     api: Api, services: Services, jobs: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The links pass of an enrichment job (one lock hold for a sequence's memories) isolates
-    each memory too: the one whose splice raises is recorded, the others are linked and synced."""
+    """A splice made under a sequence lock the job keeps from one memory to the next is isolated
+    too: the memory whose splice raises is recorded, the others are linked and synced."""
     ids = [
         _store(
             api,
