@@ -153,12 +153,11 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     The write is guarded by the memory's version, so a client change made while the job ran is
     never reverted; the job re-reads and tries again, and the change also queued its own job.
 
-    Each memory is enriched and linked before the next, so a crash leaves at most one memory
-    enriched without its links; a sequence's lock is kept from one memory to the next of the
-    same sequence (taking and freeing it for each was a seventh of an enrichment's time), and
-    the vector store is told of the batch at the end (a lost request is repaired by reconcile)."""
+    Each memory is enriched, linked and handed to the vector store before the next, so a crash
+    leaves at most one memory half done; a sequence's lock is kept from one memory to the next
+    of the same sequence (taking and freeing it for each was a seventh of an enrichment's time)."""
     svc = current_services()
-    enriched: list[Applied] = []
+    enriched: list[str] = []
     failed = 0
     with (
         _recording(svc) as record,
@@ -170,31 +169,12 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
             outcome = isolated(svc, JobName.ENRICH, memory_id, work)
             if isinstance(outcome, ItemFailed):
                 failed += 1
-            elif outcome is not None:
-                enriched.append(outcome)
+            elif outcome:
+                enriched.append(memory_id)
                 record(memory_id)
                 announced.add(memory_id)
-        _sync_all(svc, enriched)
-        clear_failures(svc, JobName.ENRICH, [item.doc.id for item in enriched])
+        clear_failures(svc, JobName.ENRICH, enriched)
     return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
-
-
-@dataclass(frozen=True)
-class Applied:
-    """A memory whose enrichment was written: as it is now, and whether its resolved dates
-    changed (its keyword text then changes too)."""
-
-    doc: MemoryRecord
-    dates_changed: bool
-
-
-def _sync_all(svc: Services, enriched: list[Applied]) -> None:
-    """Tags and rev to the vector store; the keyword text too where resolved dates changed (the
-    vector is as it was)."""
-    for dates_changed in (False, True):
-        ids = [item.doc.id for item in enriched if item.dates_changed is dates_changed]
-        if ids:
-            svc.sync.request(ids, payload_only=not dates_changed)
 
 
 def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
@@ -212,11 +192,8 @@ def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> 
             svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
 
 
-def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks) -> Applied | None:
-    """Write the memory's enrichment and make its links (None: nothing to do, or a client kept
-    changing it).
-
-    Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
+def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks) -> bool:
+    """Names of merged entities are mapped to their survivors (POST /entity/<slug>/merge) from
     the second attempt on: the graph store refuses a write that names a merged entity, so the
     first attempt saves the lookup (a round trip, ~4 % of a memory's enrichment) in the common
     case where no name it found was merged, and a write that does name one is redone resolved."""
@@ -224,9 +201,9 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
     for attempt in range(_ATTEMPTS):
         doc = svc.graph.get_memory(memory_id)
         if doc is None or doc.state != "active":
-            return None
+            return False
         if not force and doc.enriched and doc.enrichment_version >= ENRICHMENT_VERSION:
-            return None
+            return False
         now = now_iso()
         plan = derive(
             doc,
@@ -252,9 +229,11 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
                     s.enrichment_similarity_threshold,
                     now,
                 )
+            # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
             dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
-            return Applied(enriched, dates_changed)
-    return None
+            svc.sync.request([memory_id], payload_only=not dates_changed)
+            return True
+    return False
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:
