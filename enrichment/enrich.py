@@ -216,9 +216,9 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
             _classify_if_unsure(svc, doc)
-            enriched = doc.with_props(plan.props)
-            with locks.hold(enriched):
-                moved = link_sequence(svc.graph, enriched, now)
+            current = doc.with_props(plan.props)
+            with locks.hold(current):
+                moved = link_sequence(svc.graph, current, now)
             if moved:
                 _refresh_retrieval_contexts(svc, moved)
             if doc.embedded:

@@ -57,7 +57,7 @@ class SequenceLocks:
         try:
             yield
         except BaseException:
-            self._release()  # a failed splice may have left the sequence half done: let others see
+            self._release()  # an error ends the hold; the job's next memory takes the lock anew
             raise
 
     def _release(self) -> None:

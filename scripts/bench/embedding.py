@@ -96,14 +96,11 @@ def window_effect(texts: list[str]) -> dict[str, Any]:
     long_texts = [t for t in texts if len(tokenizer.encode(t).ids) >= 256]
     if not long_texts:
         return {"texts_over_256_tokens": 0}
-    a = np.array(FastEmbedProvider(model_dir=str(MODEL_DIR), max_tokens=512).embed(long_texts))
-    b = np.array(short.embed(long_texts))
-    cosines = (a * b).sum(axis=1)
+    wide = FastEmbedProvider(model_dir=str(MODEL_DIR), max_tokens=512)
     return {
         "texts_over_256_tokens": len(long_texts),
         "share_of_texts": round(len(long_texts) / len(texts), 3),
-        "cosine_p50": round(float(np.median(cosines)), 4),
-        "cosine_min": round(float(cosines.min()), 4),
+        **cosine_summary(wide.embed, short.embed, long_texts),
     }
 
 
