@@ -88,7 +88,7 @@ def restore_archive(
         svc.sync.mark_rebuild(svc.embedder.dimension)
         svc.graph.swap_in(writer.graph)  # the commit point: before it nothing changed
         dropped, warnings = _reset_work(svc)
-        points, repaired, vector_warnings = _refill_vectors(svc, spool, writer.texts, vectors == "archive")
+        points, repaired, vector_warnings = _refill_vectors(svc, spool, writer, vectors == "archive")
         warnings += vector_warnings
     queued = queue_missing_work(svc)
     header = check.header or {}
@@ -127,7 +127,7 @@ def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> Archi
         staging.ensure_schema(svc.embedder.dimension)
         staging.ensure_consolidation_schema()
         spool.seek(0)
-        writer = ArchiveWriter(staging)
+        writer = ArchiveWriter(staging, svc.sync.context_chars)
         for record in checked_records(spooled(spool)):
             writer.add(record)
         writer.flush()
@@ -152,7 +152,7 @@ def _reset_work(svc: Services) -> tuple[int, list[str]]:
 
 
 def _refill_vectors(
-    svc: Services, spool: IO[bytes], texts: dict[str, str], use_archive: bool
+    svc: Services, spool: IO[bytes], writer: ArchiveWriter, use_archive: bool
 ) -> tuple[int, int, list[str]]:
     """(points written from the archive, points rebuilt from the graph, warnings). The graph is
     restored by now: a vector store that fails here leaves the rebuild marked for its owner's
@@ -160,7 +160,7 @@ def _refill_vectors(
     if svc.vectors is None:
         return 0, 0, []
     try:
-        points = _rebuild_vectors(svc, spool, texts, use_archive)
+        points = _rebuild_vectors(svc, spool, writer, use_archive)
         repaired = svc.sync.repair()
     except Exception:
         log.exception("the vector store failed after the graph was restored")
@@ -176,7 +176,7 @@ def _refill_vectors(
     return points, repaired, []
 
 
-def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use_archive: bool) -> int:
+def _rebuild_vectors(svc: Services, spool: IO[bytes], writer: ArchiveWriter, use_archive: bool) -> int:
     """The vector store is derived: emptied and refilled with the archive's points (`use_archive`)
     or left for the repair from the graph that follows. A failure here is repaired from the graph
     (the restored source of truth) rather than failing a restore that has already committed."""
@@ -191,7 +191,7 @@ def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use
         batch: list[VectorPoint] = []
         for record in checked_records(spooled(spool)):
             if record["kind"] == "vector":
-                batch.append(_point(record, texts))
+                batch.append(_point(record, writer))
             if len(batch) >= NODE_BATCH:
                 svc.vectors.upsert(batch)
                 written, batch = written + len(batch), []
@@ -203,11 +203,11 @@ def _rebuild_vectors(svc: Services, spool: IO[bytes], texts: dict[str, str], use
         return 0
 
 
-def _point(record: dict[str, Any], texts: dict[str, str]) -> VectorPoint:
+def _point(record: dict[str, Any], writer: ArchiveWriter) -> VectorPoint:
     payload = record["payload"]
     # Older archives carried content in fat payloads.
-    text = texts.get(record["id"]) or keyword_text(payload.get("content"), payload.get("timestamp"))
-    return VectorPoint(record["id"], record.get("vector"), payload, text)
+    text = writer.texts.get(record["id"]) or keyword_text(payload.get("content"), payload.get("timestamp"))
+    return VectorPoint(record["id"], record.get("vector"), payload, text, writer.context_of(record["id"]))
 
 
 @contextmanager
@@ -284,23 +284,42 @@ class ArchiveWriter:
     """Writes the archive's graph records into a graph store in batches, nodes before edges,
     and keeps each memory's keyword text for its vector point."""
 
-    def __init__(self, graph: GraphStore) -> None:
+    def __init__(self, graph: GraphStore, context_chars: int = 0) -> None:
         self.graph = graph
         self.memories: list[dict[str, Any]] = []
         self.nodes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         self.edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         # The keyword index's text of each memory: vector payloads carry filter fields only.
         self.texts: dict[str, str] = {}
+        # With RETRIEVAL_CONTEXT_KEYWORDS (`context_chars` > 0): the memory each one's retrieval
+        # context came from, and the start of every memory, to index that context beside the text.
+        self.context_chars = context_chars
+        self.follows: dict[str, str] = {}
+        self.heads: dict[str, str] = {}
         self.counts: dict[str, int] = defaultdict(int)
+
+    def _keep_keyword_fields(self, props: dict[str, Any]) -> None:
+        memory_id = str(props["id"])
+        self.texts[memory_id] = keyword_text(
+            props.get("content"), props.get("timestamp"), props.get("metadata")
+        )
+        if self.context_chars <= 0:
+            return
+        self.heads[memory_id] = str(props.get("content") or "")[: self.context_chars]
+        if props.get("embedding_context"):
+            self.follows[memory_id] = str(props["embedding_context"])
+
+    def context_of(self, memory_id: str) -> str:
+        """The retrieval context a memory's keyword text is indexed with ("" without one)."""
+        source = self.follows.get(memory_id)
+        return self.heads.get(source, "") if source else ""
 
     def add(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "memory":
             props = record["props"]
             self.memories.append({"props": props, "embedding": record.get("embedding")})
-            self.texts[str(props["id"])] = keyword_text(
-                props.get("content"), props.get("timestamp"), metadata=props.get("metadata")
-            )
+            self._keep_keyword_fields(props)
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):

@@ -330,11 +330,13 @@ class Settings(BaseSettings):
         "with neither a session id nor a tag.",
     )
     retrieval_context_keywords: bool = _setting(
-        False,
+        True,
         "RETRIEVAL_CONTEXT_KEYWORDS",
         "embedding",
         "Index a memory's retrieval context (RETRIEVAL_CONTEXT_CHARS of the memory it follows) for "
-        "keyword search too, not only in its vector.",
+        "keyword search too, not only in its vector: a second field of the memory's keyword "
+        "document, its words counting half as much as the memory's own (BM25F-style). false: "
+        "the keyword index holds the memory's own words only.",
     )
     embedding_max_tokens: int = _setting(
         0,

@@ -126,7 +126,8 @@ class VectorSync:
                 id=doc.id,
                 vector=list(doc.embedding) if doc.embedding else None,
                 payload=payload_for(doc),
-                text=keyword_text(doc.content, doc.timestamp, contexts.get(doc.id, ""), doc.metadata),
+                text=keyword_text(doc.content, doc.timestamp, doc.metadata),
+                context=contexts.get(doc.id, ""),
             )
             for doc in docs
         ]
@@ -304,12 +305,12 @@ class VectorSync:
             return -1
 
 
-def keyword_text(content: str | None, timestamp: str | None, context: str = "", metadata: Any = None) -> str:
-    """What the keyword index holds: the content, the retrieval context if any, the relative
-    dates enrichment resolved (`metadata.enrichment.dates` labels: "weekend of 6 May 2023") and the event
-    date in words ("8 May 2023"), so a query naming a day, month or year matches memories of
-    that time."""
-    text = f"{content or ''}\n{context}" if context else str(content or "")
+def keyword_text(content: str | None, timestamp: str | None, metadata: Any = None) -> str:
+    """What the keyword index holds of a memory's own (its retrieval context is a field beside
+    it): the content, the relative dates enrichment resolved (`metadata.enrichment.dates` labels:
+    "weekend of 6 May 2023") and the event date in words ("8 May 2023"), so a query naming a
+    day, month or year matches memories of that time."""
+    text = str(content or "")
     labels = date_labels(metadata)
     if labels:
         text = f"{text}\n{'; '.join(labels)}"

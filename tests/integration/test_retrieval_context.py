@@ -15,6 +15,7 @@ from flask import Flask
 from automem.app import create_app, stop_app
 from automem.services import Services
 from enrichment.context import use_services
+from tests.archives import post_restore, take_backup, wipe_store
 from tests.conftest import Api, make_settings, run_jobs
 
 SESSION = ["chat:session-7"]
@@ -103,8 +104,8 @@ def plain_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Service
 
 
 @pytest.fixture
-def keyword_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
-    yield from _other_app(settings, tmp_path / "keywords", retrieval_context_keywords=True)
+def own_words_services(settings: Any, tmp_path: Path) -> Iterator[tuple[Api, Services]]:
+    yield from _other_app(settings, tmp_path / "own-words", retrieval_context_keywords=False)
 
 
 def _keyword_hits(services: Services, text: str) -> list[str]:
@@ -112,16 +113,29 @@ def _keyword_hits(services: Services, text: str) -> list[str]:
     return [h.id for h in services.vectors.keyword_search(text, 10, with_payload=False)]
 
 
-def test_the_keyword_index_holds_the_context_only_when_asked(
-    api: Api, services: Services, keyword_services: tuple[Api, Services]
+def test_the_keyword_index_holds_the_context_unless_turned_off(
+    api: Api, services: Services, own_words_services: tuple[Api, Services]
 ) -> None:
-    for client, svc in ((api, services), keyword_services):
+    assert services.settings.retrieval_context_keywords  # the default
+    for client, svc in ((api, services), own_words_services):
         ids = [_store(client, content, at) for content, at in TURNS[:2]]
         run_jobs(svc)
         found = _keyword_hits(svc, "camping summer")
         assert ids[0] in found
         assert (ids[1] in found) is svc.settings.retrieval_context_keywords
         assert ids[1] in _keyword_hits(svc, "freezing lake")  # its own words, either way
+
+
+def test_a_restored_archive_indexes_the_same_contexts(api: Api, services: Services) -> None:
+    ids = [_store(api, content, at) for content, at in TURNS]
+    run_jobs(services)
+    assert services.vectors is not None
+    before = {q: _keyword_hits(services, q) for q in ("camping summer", "freezing lake", "coast")}
+    archive = take_backup(api)
+    wipe_store(services)
+    assert post_restore(api, archive).get_json()["vectors_source"] == "archive"
+    assert {q: _keyword_hits(services, q) for q in before} == before
+    assert ids[1] in before["camping summer"] and ids[2] in before["freezing lake"]
 
 
 def test_no_context_when_it_is_turned_off(plain_services: tuple[Api, Services]) -> None:

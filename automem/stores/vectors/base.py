@@ -63,12 +63,14 @@ Condition = Match | Range | IsNull | HasId | Filter
 
 @dataclass(frozen=True)
 class VectorPoint:
-    """One memory: its dense vector (None until embedded) and the text its keyword index holds."""
+    """One memory: its dense vector (None until embedded), the text its keyword index holds and
+    the retrieval context indexed beside it at a lower weight (bm25.OWN_WORDS_WEIGHT)."""
 
     id: str
     vector: list[float] | None
     payload: dict[str, Any] = field(default_factory=dict)
     text: str | None = None
+    context: str = ""
 
     @property
     def rev(self) -> int:

@@ -17,6 +17,13 @@ import qdrant_edge as qe
 
 SPARSE_NAME = "bm25"
 
+# A memory's own words and its retrieval context (the start of the memory it follows) are two
+# fields of one document, weighted BM25F-style: term frequencies and lengths add up with these
+# weights before saturation. Own words count twice, so a reply found through the turn it answers
+# still ranks below that turn for the turn's own words (at 1:1 LoCoMo's first evidence fell from
+# rank ~2 to ~3; benchmarks/recall_ablation.md).
+OWN_WORDS_WEIGHT = 2
+
 
 class Bm25Encoder:
     def __init__(self, k: float = 1.2, b: float = 0.75, avg_len: float = 256.0) -> None:
@@ -24,7 +31,12 @@ class Bm25Encoder:
         self._model = qe.Bm25(qe.Bm25Config(k=k, b=b, avg_len=avg_len, language="english"))
         self._lock = threading.Lock()  # the model is not documented as thread-safe
 
-    def document(self, text: str) -> qe.SparseVector:
+    def document(self, text: str, context: str = "") -> qe.SparseVector:
+        """Term weights of a memory's keyword text, with its retrieval context as a second field
+        of weight 1 against OWN_WORDS_WEIGHT (the model takes text only: the weight is written
+        as repetition, which adds term frequencies and length exactly as BM25F does)."""
+        if context:
+            text = "\n".join([text] * OWN_WORDS_WEIGHT + [context])
         with self._lock:
             return self._model.embed_document(text)
 

@@ -196,7 +196,7 @@ class EdgeVectorStore(VectorStore):
         if point.vector is not None:
             vectors[""] = list(point.vector)
         if point.text:
-            vectors[SPARSE_NAME] = self.encoder.document(point.text)
+            vectors[SPARSE_NAME] = self.encoder.document(point.text, point.context)
         return vectors
 
     def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:

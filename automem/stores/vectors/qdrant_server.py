@@ -218,7 +218,7 @@ class QdrantVectorStore(VectorStore):
         if point.vector is not None:
             vectors[""] = list(point.vector)
         if point.text:
-            weights = self.encoder.document(point.text)
+            weights = self.encoder.document(point.text, point.context)
             vectors[SPARSE_NAME] = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
         return vectors
 
