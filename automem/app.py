@@ -122,7 +122,13 @@ def _queue_reconcile(svc: Services) -> None:
 def _start_vector_drain(app: Flask, svc: Services) -> None:
     """Embedded mode: this process owns the Edge shard and applies the workers' vector writes."""
     stop = threading.Event()
-    thread = threading.Thread(target=svc.sync.run_forever, args=(stop,), name="vector-sync", daemon=True)
+    thread = threading.Thread(
+        target=svc.sync.run_forever,
+        args=(stop,),
+        kwargs={"linger_seconds": svc.settings.vector_sync_linger_seconds},
+        name="vector-sync",
+        daemon=True,
+    )
     thread.start()
     app.extensions["automem.vector_drain"] = (thread, stop)
 

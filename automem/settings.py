@@ -566,6 +566,16 @@ class Settings(BaseSettings):
         "jobs",
         "Memories the shard owner syncs from the graph into the vector store per step.",
     )
+    vector_sync_linger_seconds: float = _setting(
+        0.1,
+        "AUTOMEM_VECTOR_SYNC_LINGER_SECONDS",
+        "jobs",
+        "After a step that applied less than a batch of the workers' vector writes, the shard owner "
+        "waits this long before reading again, so a trickle (enrichment syncs one memory at a "
+        "time) is applied in batches: one graph read and one vector-store call a batch, not a "
+        "memory, taken from the requests the owning API process serves. Background changes reach "
+        "the vector store up to this much later. 0: each as it arrives.",
+    )
 
     # --- llm ----------------------------------------------------------------------------------
     llm_base_url: str | None = _setting(

@@ -71,6 +71,9 @@ class VectorSync:
         self.batch = batch
         self.context_chars = context_chars
         self._group_ready = False
+        # Whether this consumer may hold unacknowledged entries (at start, after a failed step):
+        # only then is the pending list read before new entries.
+        self._may_hold_pending = True
 
     @property
     def owns_vectors(self) -> bool:
@@ -241,7 +244,9 @@ class VectorSync:
         """Apply one batch of handed-off ids (own unacknowledged entries first); returns entries done."""
         assert self.redis is not None and self.vectors is not None
         self._ensure_group()
-        entries = self._read(pending=True) or self._read(pending=False, block_ms=block_ms)
+        pending = self._read(pending=True) if self._may_hold_pending else []
+        entries = pending or self._read(pending=False, block_ms=block_ms)
+        self._may_hold_pending = bool(entries)  # until this batch is acknowledged
         if not entries:
             return 0
         full = [i for _, fields in entries if not _payload_only(fields) for i in _ids_of(fields) if i]
@@ -253,6 +258,7 @@ class VectorSync:
         entry_ids = [entry_id for entry_id, _ in entries]
         self.redis.xack(STREAM, GROUP, *entry_ids)
         self.redis.xdel(STREAM, *entry_ids)
+        self._may_hold_pending = bool(pending)  # a batch of them may have left more behind
         return len(entries)
 
     def _read(self, pending: bool, block_ms: int = 0) -> list[tuple[Any, dict[Any, Any]]]:
@@ -271,10 +277,12 @@ class VectorSync:
             done += n
         return done
 
-    def run_forever(self, stop: threading.Event, block_ms: int = 1000) -> None:
+    def run_forever(self, stop: threading.Event, block_ms: int = 1000, linger_seconds: float = 0.0) -> None:
         """The owner's loop: repair once, then drain; errors are logged and retried, never fatal.
         An error once `stop` is set belongs to the shutdown (the stores closing under a step that
-        outlived stop_app's wait) and ends the loop quietly."""
+        outlived stop_app's wait) and ends the loop quietly. After a step that found less than a
+        batch the loop waits `linger_seconds`, so a trickle of hand-offs (enrichment syncs one
+        memory at a time) is applied a batch at a time, not each with its own reads and writes."""
         while not stop.is_set():
             try:
                 if self.rebuild_if_marked() is None:
@@ -288,7 +296,9 @@ class VectorSync:
                 stop.wait(5.0)
         while not stop.is_set():
             try:
-                self.drain_once(block_ms=block_ms)
+                done = self.drain_once(block_ms=block_ms)
+                if 0 < done < self.batch and linger_seconds > 0:
+                    stop.wait(linger_seconds)
             except Exception:
                 if stop.is_set():
                     log.debug("vector sync drain interrupted by the shutdown", exc_info=True)
