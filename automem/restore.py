@@ -127,7 +127,7 @@ def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> Archi
         staging.ensure_schema(svc.embedder.dimension)
         staging.ensure_consolidation_schema()
         spool.seek(0)
-        writer = ArchiveWriter(staging, svc.sync.context_chars)
+        writer = ArchiveWriter(staging)
         for record in checked_records(spooled(spool)):
             writer.add(record)
         writer.flush()
@@ -188,26 +188,34 @@ def _rebuild_vectors(svc: Services, spool: IO[bytes], writer: ArchiveWriter, use
     written = 0
     try:
         spool.seek(0)
-        batch: list[VectorPoint] = []
+        batch: list[dict[str, Any]] = []
         for record in checked_records(spooled(spool)):
             if record["kind"] == "vector":
-                batch.append(_point(record, writer))
+                batch.append(record)
             if len(batch) >= NODE_BATCH:
-                svc.vectors.upsert(batch)
-                written, batch = written + len(batch), []
-        svc.vectors.upsert(batch)
-        return written + len(batch)
+                written, batch = written + _write_points(svc, batch, writer), []
+        return written + _write_points(svc, batch, writer)
     except Exception:
         log.exception("writing the archive's vector points failed; rebuilding them from the graph")
         svc.sync.repair(force=True)
         return 0
 
 
-def _point(record: dict[str, Any], writer: ArchiveWriter) -> VectorPoint:
+def _write_points(svc: Services, records: list[dict[str, Any]], writer: ArchiveWriter) -> int:
+    """The archive's vector records as points, each memory's retrieval context read from the
+    restored graph (the memory it follows is there by now)."""
+    assert svc.vectors is not None
+    follows = {r["id"]: writer.follows[r["id"]] for r in records if r["id"] in writer.follows}
+    contexts = svc.sync.contexts(follows)
+    svc.vectors.upsert([_point(record, writer, contexts.get(record["id"], "")) for record in records])
+    return len(records)
+
+
+def _point(record: dict[str, Any], writer: ArchiveWriter, context: str) -> VectorPoint:
     payload = record["payload"]
     # Older archives carried content in fat payloads.
     text = writer.texts.get(record["id"]) or keyword_text(payload.get("content"), payload.get("timestamp"))
-    return VectorPoint(record["id"], record.get("vector"), payload, text, writer.context_of(record["id"]))
+    return VectorPoint(record["id"], record.get("vector"), payload, text, context)
 
 
 @contextmanager
@@ -284,18 +292,16 @@ class ArchiveWriter:
     """Writes the archive's graph records into a graph store in batches, nodes before edges,
     and keeps each memory's keyword text for its vector point."""
 
-    def __init__(self, graph: GraphStore, context_chars: int = 0) -> None:
+    def __init__(self, graph: GraphStore) -> None:
         self.graph = graph
         self.memories: list[dict[str, Any]] = []
         self.nodes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         self.edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
         # The keyword index's text of each memory: vector payloads carry filter fields only.
         self.texts: dict[str, str] = {}
-        # With RETRIEVAL_CONTEXT_KEYWORDS (`context_chars` > 0): the memory each one's retrieval
-        # context came from, and the start of every memory, to index that context beside the text.
-        self.context_chars = context_chars
+        # The memory each one was embedded with (its retrieval context), read back for the
+        # keyword index once the graph is restored.
         self.follows: dict[str, str] = {}
-        self.heads: dict[str, str] = {}
         self.counts: dict[str, int] = defaultdict(int)
 
     def _keep_keyword_fields(self, props: dict[str, Any]) -> None:
@@ -303,16 +309,8 @@ class ArchiveWriter:
         self.texts[memory_id] = keyword_text(
             props.get("content"), props.get("timestamp"), props.get("metadata")
         )
-        if self.context_chars <= 0:
-            return
-        self.heads[memory_id] = str(props.get("content") or "")[: self.context_chars]
         if props.get("embedding_context"):
             self.follows[memory_id] = str(props["embedding_context"])
-
-    def context_of(self, memory_id: str) -> str:
-        """The retrieval context a memory's keyword text is indexed with ("" without one)."""
-        source = self.follows.get(memory_id)
-        return self.heads.get(source, "") if source else ""
 
     def add(self, record: dict[str, Any]) -> None:
         kind = record["kind"]

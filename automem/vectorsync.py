@@ -139,15 +139,17 @@ class VectorSync:
         return len(points)
 
     def _contexts(self, docs: Sequence[MemoryRecord]) -> dict[str, str]:
-        """The start of the memory each one was embedded with (its retrieval context), for the
-        keyword index too (RETRIEVAL_CONTEXT_KEYWORDS); one graph read per write."""
-        if self.context_chars <= 0:
+        return self.contexts({d.id: d.embedding_context for d in docs if d.embedding_context})
+
+    def contexts(self, follows: dict[str, str]) -> dict[str, str]:
+        """Each memory's retrieval context for the keyword index (RETRIEVAL_CONTEXT_KEYWORDS):
+        the start of the memory it was embedded with, `follows` mapping one id to the other;
+        one graph read."""
+        if self.context_chars <= 0 or not follows:
             return {}
-        wanted = list({d.embedding_context for d in docs if d.embedding_context})
-        if not wanted:
-            return {}
+        wanted = list(set(follows.values()))
         found = {d.id: d.content[: self.context_chars] for d in self.graph.get_memories(wanted)}
-        return {d.id: found[d.embedding_context] for d in docs if d.embedding_context in found}
+        return {memory_id: found[source] for memory_id, source in follows.items() if source in found}
 
     def audit(self, page: int = 1000, sample: int = 10) -> dict[str, Any]:
         """What repair would do: memories without a point (`missing`), points older than their
