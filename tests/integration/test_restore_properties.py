@@ -299,6 +299,8 @@ ONE_MEMORY = [("create", {"content": "0"}, True, 0.5)]  # header, memory, event,
 # record without its optional embedding field is restored as one without an embedding.
 @example(ops=ONE_MEMORY, where=0.2, mutation=("set", "kind", [0.0], False), fix_counts=False)
 @example(ops=ONE_MEMORY, where=0.2, mutation=("remove", "embedding", False), fix_counts=False)
+# A float the graph returns with fewer digits (15) than it was given: refused, not changed.
+@example(ops=ONE_MEMORY, where=0.5, mutation=("set", "id", 1000000000000001.0, True), fix_counts=False)
 def test_a_mutated_archive_is_restored_exactly_or_refused_untouched(
     api: Api,
     services: Services,
