@@ -88,7 +88,7 @@ def restore_archive(
         svc.sync.mark_rebuild(svc.embedder.dimension)
         svc.graph.swap_in(writer.graph)  # the commit point: before it nothing changed
         dropped, warnings = _reset_work(svc)
-        points, repaired, vector_warnings = _refill_vectors(svc, spool, writer, vectors == "archive")
+        points, repaired, vector_warnings = _refill_vectors(svc, spool, vectors == "archive")
         warnings += vector_warnings
     queued = queue_missing_work(svc)
     header = check.header or {}
@@ -151,16 +151,14 @@ def _reset_work(svc: Services) -> tuple[int, list[str]]:
     return dropped, []
 
 
-def _refill_vectors(
-    svc: Services, spool: IO[bytes], writer: ArchiveWriter, use_archive: bool
-) -> tuple[int, int, list[str]]:
+def _refill_vectors(svc: Services, spool: IO[bytes], use_archive: bool) -> tuple[int, int, list[str]]:
     """(points written from the archive, points rebuilt from the graph, warnings). The graph is
     restored by now: a vector store that fails here leaves the rebuild marked for its owner's
     next start or POST /admin/sync, and the restore still answers 200 with a warning."""
     if svc.vectors is None:
         return 0, 0, []
     try:
-        points = _rebuild_vectors(svc, spool, writer, use_archive)
+        points = _rebuild_vectors(svc, spool, use_archive)
         repaired = svc.sync.repair()
     except Exception:
         log.exception("the vector store failed after the graph was restored")
@@ -176,7 +174,7 @@ def _refill_vectors(
     return points, repaired, []
 
 
-def _rebuild_vectors(svc: Services, spool: IO[bytes], writer: ArchiveWriter, use_archive: bool) -> int:
+def _rebuild_vectors(svc: Services, spool: IO[bytes], use_archive: bool) -> int:
     """The vector store is derived: emptied and refilled with the archive's points (`use_archive`)
     or left for the repair from the graph that follows. A failure here is repaired from the graph
     (the restored source of truth) rather than failing a restore that has already committed."""
@@ -193,29 +191,29 @@ def _rebuild_vectors(svc: Services, spool: IO[bytes], writer: ArchiveWriter, use
             if record["kind"] == "vector":
                 batch.append(record)
             if len(batch) >= NODE_BATCH:
-                written, batch = written + _write_points(svc, batch, writer), []
-        return written + _write_points(svc, batch, writer)
+                written, batch = written + _write_points(svc, batch), []
+        return written + _write_points(svc, batch)
     except Exception:
         log.exception("writing the archive's vector points failed; rebuilding them from the graph")
         svc.sync.repair(force=True)
         return 0
 
 
-def _write_points(svc: Services, records: list[dict[str, Any]], writer: ArchiveWriter) -> int:
-    """The archive's vector records as points, each memory's retrieval context read from the
-    restored graph (the memory it follows is there by now)."""
+def _write_points(svc: Services, records: list[dict[str, Any]]) -> int:
+    """The archive's vector records as points, with each memory's keyword text and retrieval
+    context read from the restored graph, as the write path makes them."""
     assert svc.vectors is not None
-    follows = {r["id"]: writer.follows[r["id"]] for r in records if r["id"] in writer.follows}
-    contexts = svc.sync.contexts(follows)
-    svc.vectors.upsert([_point(record, writer, contexts.get(record["id"], "")) for record in records])
+    docs = svc.graph.get_memories([r["id"] for r in records]) if records else []
+    fields = svc.sync.keyword_fields(docs)
+    svc.vectors.upsert([_point(record, fields.get(record["id"])) for record in records])
     return len(records)
 
 
-def _point(record: dict[str, Any], writer: ArchiveWriter, context: str) -> VectorPoint:
+def _point(record: dict[str, Any], fields: tuple[str, str] | None) -> VectorPoint:
     payload = record["payload"]
-    # Older archives carried content in fat payloads.
-    text = writer.texts.get(record["id"]) or keyword_text(payload.get("content"), payload.get("timestamp"))
-    return VectorPoint(record["id"], record.get("vector"), payload, text, context)
+    if fields is None:  # a point without its memory: older archives carried content in fat payloads
+        fields = (keyword_text(payload.get("content"), payload.get("timestamp")), "")
+    return VectorPoint(record["id"], record.get("vector"), payload, *fields)
 
 
 @contextmanager
@@ -289,35 +287,20 @@ def spooled(spool: IO[bytes]) -> Iterator[bytes]:
 
 
 class ArchiveWriter:
-    """Writes the archive's graph records into a graph store in batches, nodes before edges,
-    and keeps each memory's keyword text for its vector point."""
+    """Writes the archive's graph records into a graph store in batches, nodes before edges."""
 
     def __init__(self, graph: GraphStore) -> None:
         self.graph = graph
         self.memories: list[dict[str, Any]] = []
         self.nodes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
         self.edges: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
-        # The keyword index's text of each memory: vector payloads carry filter fields only.
-        self.texts: dict[str, str] = {}
-        # The memory each one was embedded with (its retrieval context), read back for the
-        # keyword index once the graph is restored.
-        self.follows: dict[str, str] = {}
         self.counts: dict[str, int] = defaultdict(int)
-
-    def _keep_keyword_fields(self, props: dict[str, Any]) -> None:
-        memory_id = str(props["id"])
-        self.texts[memory_id] = keyword_text(
-            props.get("content"), props.get("timestamp"), props.get("metadata")
-        )
-        if props.get("embedding_context"):
-            self.follows[memory_id] = str(props["embedding_context"])
 
     def add(self, record: dict[str, Any]) -> None:
         kind = record["kind"]
         if kind == "memory":
             props = record["props"]
             self.memories.append({"props": props, "embedding": record.get("embedding")})
-            self._keep_keyword_fields(props)
             if len(self.memories) >= NODE_BATCH:
                 self._flush_memories()
         elif kind in ("event", "node"):

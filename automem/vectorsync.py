@@ -123,14 +123,14 @@ class VectorSync:
 
     def _upsert(self, docs: Sequence[MemoryRecord]) -> int:
         assert self.vectors is not None
-        contexts = self._contexts(docs)
+        fields = self.keyword_fields(docs)
         points = [
             VectorPoint(
                 id=doc.id,
                 vector=list(doc.embedding) if doc.embedding else None,
                 payload=payload_for(doc),
-                text=keyword_text(doc.content, doc.timestamp, doc.metadata),
-                context=contexts.get(doc.id, ""),
+                text=fields[doc.id][0],
+                context=fields[doc.id][1],
             )
             for doc in docs
         ]
@@ -138,18 +138,18 @@ class VectorSync:
             self.vectors.upsert(points)
         return len(points)
 
-    def _contexts(self, docs: Sequence[MemoryRecord]) -> dict[str, str]:
-        return self.contexts({d.id: d.embedding_context for d in docs if d.embedding_context})
-
-    def contexts(self, follows: dict[str, str]) -> dict[str, str]:
-        """Each memory's retrieval context for the keyword index (RETRIEVAL_CONTEXT_KEYWORDS):
-        the start of the memory it was embedded with, `follows` mapping one id to the other;
-        one graph read."""
-        if self.context_chars <= 0 or not follows:
-            return {}
-        wanted = list(set(follows.values()))
-        found = {d.id: d.content[: self.context_chars] for d in self.graph.get_memories(wanted)}
-        return {memory_id: found[source] for memory_id, source in follows.items() if source in found}
+    def keyword_fields(self, docs: Sequence[MemoryRecord]) -> dict[str, tuple[str, str]]:
+        """Each memory's keyword text and retrieval context (RETRIEVAL_CONTEXT_KEYWORDS: the
+        start of the memory it was embedded with; "" without one); one graph read at most."""
+        follows = {d.id: d.embedding_context for d in docs if d.embedding_context}
+        contexts: dict[str, str] = {}
+        if self.context_chars > 0 and follows:
+            wanted = list(set(follows.values()))
+            found = {d.id: d.content[: self.context_chars] for d in self.graph.get_memories(wanted)}
+            contexts = {i: found[source] for i, source in follows.items() if source in found}
+        return {
+            d.id: (keyword_text(d.content, d.timestamp, d.metadata), contexts.get(d.id, "")) for d in docs
+        }
 
     def audit(self, page: int = 1000, sample: int = 10) -> dict[str, Any]:
         """What repair would do: memories without a point (`missing`), points older than their
