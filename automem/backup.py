@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -42,7 +41,13 @@ from automem.errors import ConfigurationError, InvalidInput
 from automem.models import MemoryCreate
 from automem.stores.graph_lifecycle import NODE_KEYS, checked_name
 from automem.timeutil import now_iso
-from automem.validation import check_property_key, check_storable, check_uuid, check_vector
+from automem.validation import (
+    check_graph_float,
+    check_property_key,
+    check_storable,
+    check_uuid,
+    check_vector,
+)
 
 if TYPE_CHECKING:
     from automem.services import Services
@@ -394,20 +399,10 @@ def _properties(value: Any) -> dict[str, Any]:
                 raise ValueError(f"property {key!r} holds a list of non-scalars")
         elif not isinstance(item, _SCALARS):
             raise ValueError(f"property {key!r} is not a scalar or a list of scalars")
-        _check_graph_floats(key, item if isinstance(item, list) else [item])
+        for number in item if isinstance(item, list) else [item]:
+            check_graph_float(number, f"property {key!r}")
     check_storable(props, "props")
     return props
-
-
-def _check_graph_floats(key: str, values: list[Any]) -> None:
-    """FalkorDB keeps a double but returns it with 15 significant digits, so a float with more
-    would not come back as restored (1000000000000001.0 reads 1000000000000000.0; 0.1 + 0.2
-    reads 0.3). A backup never holds one (it was read from the graph); a made archive is refused."""
-    for number in values:
-        if isinstance(number, float) and math.isfinite(number) and float(f"{number:.15g}") != number:
-            raise ValueError(
-                f"property {key!r} holds {number!r}: more significant digits than the graph returns (15)"
-            )
 
 
 _STATES = ("active", "deleted", "archived")

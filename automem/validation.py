@@ -18,6 +18,8 @@ that one component of the service cannot hold gets in through another. Each rule
 - Numbers in metadata: finite, and integers inside the signed 64-bit range (larger ones would
   come back as floats).
 - Graph property keys (archives): identifiers, so no key can break out of a Cypher map.
+- Graph property floats (archives): at most 15 significant digits, as FalkorDB returns doubles
+  (1000000000000001.0 would read back as 1000000000000000.0).
 - Memory ids: UUIDs.
 """
 
@@ -43,6 +45,13 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"))
 _PROPERTY_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _TAG_FORBIDDEN = re.compile(r"[,\x00-\x1f\x7f]")
+
+
+def check_graph_float(value: Any, what: str = "value") -> Any:
+    """A float the graph returns as it was given (15 significant digits); other values pass."""
+    if isinstance(value, float) and math.isfinite(value) and float(f"{value:.15g}") != value:
+        raise ValueError(f"{what} holds {value!r}: more significant digits than the graph returns (15)")
+    return value
 
 
 # --- text -------------------------------------------------------------------------------------
