@@ -215,25 +215,29 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
         )
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
-            _classify_if_unsure(svc, doc)
-            current = doc.with_props(plan.props)
-            with locks.hold(current):
-                moved = link_sequence(svc.graph, current, now)
-            if moved:
-                _refresh_retrieval_contexts(svc, moved)
-            if doc.embedded:
-                link_similar(
-                    svc.graph,
-                    memory_id,
-                    s.enrichment_similarity_limit,
-                    s.enrichment_similarity_threshold,
-                    now,
-                )
-            # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
-            dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
-            svc.sync.request([memory_id], payload_only=not dates_changed)
+            _after_enrichment(svc, doc, plan, now, locks)
             return True
     return False
+
+
+def _after_enrichment(
+    svc: Services, doc: MemoryRecord, plan: Enrichment, now: str, locks: SequenceLocks
+) -> None:
+    """What follows a memory's enrichment write: the LLM classification when the rules were
+    unsure, its place in its sequence (and new retrieval contexts for the memories it moved),
+    its similarity links once it has a vector, and its vector store payload."""
+    s = svc.settings
+    _classify_if_unsure(svc, doc)
+    current = doc.with_props(plan.props)
+    with locks.hold(current):
+        moved = link_sequence(svc.graph, current, now)
+    if moved:
+        _refresh_retrieval_contexts(svc, moved)
+    if doc.embedded:
+        link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
+    # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
+    dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
+    svc.sync.request([doc.id], payload_only=not dates_changed)
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:

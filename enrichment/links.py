@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 import redis
-from redis.exceptions import LockError
+from redis.exceptions import LockError, LockNotOwnedError
 from redis.lock import Lock
 
 from automem.record import MemoryRecord
@@ -31,8 +31,9 @@ class SequenceLocks:
     """The Redis lock of a sequence (its tenant and scope), held while its memories are linked:
     splices of one sequence by two workers would interleave. An enrichment job keeps the lock of
     the sequence it last linked until it links a memory of another (a job's memories mostly
-    share one; taking and freeing it for each was a seventh of an enrichment's time), takes it
-    anew once a third of LOCK_SECONDS has passed, and frees it when the job ends."""
+    share one; taking and freeing it for each was a seventh of an enrichment's time), renews its
+    lifetime once a third of LOCK_SECONDS has passed (one round trip, and no moment in which it
+    is free), takes it anew if it expired meanwhile, and frees it when the job ends."""
 
     def __init__(self, locks: redis.Redis) -> None:
         self._locks = locks
@@ -48,17 +49,31 @@ class SequenceLocks:
     def hold(self, doc: MemoryRecord) -> Iterator[None]:
         name = f"automem:seq-lock:{doc.tenant}:{doc.seq_scope or ''}"
         held = self._held
-        if held is None or held[0] != name or time.monotonic() - held[2] > LOCK_SECONDS / 3:
+        if held is None or held[0] != name:
             self._release()
-            lock = self._locks.lock(name, timeout=LOCK_SECONDS, blocking_timeout=LOCK_SECONDS)
-            if not lock.acquire():
-                raise LockError(f"sequence lock {name} not acquired in {LOCK_SECONDS} s")
-            self._held = (name, lock, time.monotonic())
+            self._take(name)
+        elif time.monotonic() - held[2] > LOCK_SECONDS / 3:
+            self._renew(name, held[1])
         try:
             yield
         except BaseException:
             self._release()  # an error ends the hold; the job's next memory takes the lock anew
             raise
+
+    def _take(self, name: str) -> None:
+        lock = self._locks.lock(name, timeout=LOCK_SECONDS, blocking_timeout=LOCK_SECONDS)
+        if not lock.acquire():
+            raise LockError(f"sequence lock {name} not acquired in {LOCK_SECONDS} s")
+        self._held = (name, lock, time.monotonic())
+
+    def _renew(self, name: str, lock: Lock) -> None:
+        try:
+            lock.reacquire()  # the lifetime starts again at LOCK_SECONDS
+        except LockNotOwnedError:  # it expired, and may have been taken by another worker
+            self._held = None
+            self._take(name)
+            return
+        self._held = (name, lock, time.monotonic())
 
     def _release(self) -> None:
         if self._held is not None:

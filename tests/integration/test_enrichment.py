@@ -445,8 +445,9 @@ def test_a_sequence_lock_is_kept_across_its_memories_and_freed_at_the_end(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An enrichment job takes a sequence's Redis lock once for consecutive memories of the
-    sequence, changes it when the sequence changes, takes it anew after a third of its lifetime,
-    and frees it when the job ends; a worker waiting for it then gets it at once."""
+    sequence, changes it when the sequence changes, renews its lifetime after a third of it (or
+    takes it anew when it expired meanwhile), and frees it when the job ends; a worker waiting
+    for it then gets it at once."""
     redis_client = services.queue_redis
     standup = MemoryRecord("a", tenant="t", seq_scope="standup")
     retro = MemoryRecord("b", tenant="t", seq_scope="retro")
@@ -458,6 +459,12 @@ def test_a_sequence_lock_is_kept_across_its_memories_and_freed_at_the_end(
             token = redis_client.get(key["standup"])
         with locks.hold(standup):
             assert redis_client.get(key["standup"]) == token  # not freed and taken again
+        redis_client.pexpire(key["standup"], 2_000)  # as if most of its lifetime had passed
+        clock[0] += links.LOCK_SECONDS / 3 + 1
+        with locks.hold(standup):
+            assert redis_client.get(key["standup"]) == token  # the same hold, renewed
+            assert redis_client.pttl(key["standup"]) > (links.LOCK_SECONDS - 5) * 1000
+        redis_client.delete(key["standup"])  # expired meanwhile
         clock[0] += links.LOCK_SECONDS / 3 + 1
         with locks.hold(standup):
             assert redis_client.get(key["standup"]) not in (None, token)  # taken anew
