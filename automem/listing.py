@@ -8,18 +8,20 @@ in any order, so the exact order (e.g. importance desc, timestamp desc, id asc) 
 the page's boundary: every point before the boundary value is already in the page, and the
 boundary's ties are listed by the next field, down to the id.
 
-The index answers only when it is the graph's state: the caller's vector store must have no
-handed-off writes waiting (`VectorSync.backlog() == 0`, so no change is missing from it) and
-every listed point's payload must carry its memory's `rev`. Otherwise the caller asks the graph.
+The index answers for every memory but those with handed-off writes still waiting for the
+owner (`VectorSync.waiting_ids`; while the worker enriches, a few always wait): the walk goes
+that many points further, those memories are read from the graph with the page and put in
+their place if they match (`payload_matches` over the payload they will have), and every other
+listed point's payload must carry its memory's `rev`. Otherwise the caller asks the graph.
 The memories themselves are always read from the graph.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter
-from typing import Literal
+from typing import Any, Literal
 
 from automem.record import MemoryRecord
 from automem.stores.graph import GraphStore
@@ -31,6 +33,7 @@ from automem.stores.vectors.base import (
     OrderedPoint,
     Range,
     VectorStore,
+    payload_matches,
     payload_rev,
 )
 from automem.timeutil import format_utc
@@ -47,6 +50,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # The index walk reads every point before the page; deeper pages are cheaper to skip in the graph.
 INDEX_PAGE_LIMIT = 10_000
+# Memories with hand-offs waiting that a listing reads from the graph and places itself; with more
+# waiting (a restore or a bulk import being applied) the graph sorts.
+WAITING_LIMIT = 256
 
 
 def tag_filter(
@@ -103,18 +109,29 @@ def sort_exactly(docs: Sequence[MemoryRecord], order: Order) -> list[MemoryRecor
 
 
 def listed_docs(
-    graph: GraphStore, store: VectorStore, flt: Filter, order: Order, count: int
+    graph: GraphStore,
+    store: VectorStore,
+    flt: Filter,
+    order: Order,
+    count: int,
+    *,
+    waiting: Sequence[str],
+    payload_of: Callable[[MemoryRecord], dict[str, Any]],
 ) -> list[MemoryRecord] | None:
     """The first `count` memories of `flt` in `order`, read from the graph; None when a listed
     point's payload lags its memory, or the page lies beyond INDEX_PAGE_LIMIT (the caller then
-    asks the graph to sort)."""
-    if count > INDEX_PAGE_LIMIT:
+    asks the graph to sort). `waiting`: memories whose points may lag the graph, placed by
+    their graph state (`payload_of`: the payload the vector store will hold for a memory)."""
+    late = set(waiting)
+    if count + len(late) > INDEX_PAGE_LIMIT:
         return None
-    points = top_points(store, flt, order, count)
-    if not points:
+    # The true first `count` that are not late are among the index's first `count` + len(late).
+    walked = [p for p in top_points(store, flt, order, count + len(late)) if p.id not in late]
+    revs = {p.id: p.rev for p in walked}
+    if not revs and not late:
         return []
-    revs = {p.id: p.rev for p in points}
-    docs = graph.get_memories(list(revs), view="recall")
-    if len(docs) != len(revs) or any(revs.get(d.id) != d.rev for d in docs):
+    docs = {d.id: d for d in graph.get_memories([*revs, *late], view="recall")}
+    if any(i not in docs or docs[i].rev != rev for i, rev in revs.items()):
         return None
-    return sort_exactly(docs, order)
+    placed = [doc for i in late if (doc := docs.get(i)) and payload_matches(flt, i, payload_of(doc))]
+    return sort_exactly([docs[i] for i in revs] + placed, order)[:count]

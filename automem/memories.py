@@ -24,7 +24,7 @@ from automem.embedding import EmbeddingProvider
 from automem.errors import Conflict, InvalidInput, NotFound, StoreUnavailable
 from automem.events import EventPublisher, EventType, listed
 from automem.history import SYSTEM, Change, diff
-from automem.listing import listed_docs, tag_filter
+from automem.listing import tag_filter
 from automem.llm import LlmClient, LlmError
 from automem.models import ByTagQuery, ExistingQuery, MemoryCreate, MemoryUpdate, check_dimension
 from automem.record import DEFAULT_TENANT, MemoryRecord, memory_wire
@@ -399,13 +399,10 @@ class MemoryService:
     def _by_tag_from_index(
         self, query: ByTagQuery, tags: list[str], tenant: str
     ) -> list[MemoryRecord] | None:
-        """The page from the vector store's importance index when its payloads are current
-        (see `automem.listing`); None sends the caller to the graph."""
-        store = self.sync.vectors
-        if store is None or self.sync.backlog() != 0:
-            return None
+        """The page from the vector store's importance index (see `automem.listing`); None
+        sends the caller to the graph."""
         flt = tag_filter(tenant, tags, query.tag_mode, query.tag_match)
-        docs = listed_docs(self.graph, store, flt, "importance", query.offset + query.limit + 1)
+        docs = self.sync.listed(flt, "importance", query.offset + query.limit + 1)
         return None if docs is None else docs[query.offset :]
 
     def tag_tree(self, prefix: str | None, tenant: str = DEFAULT_TENANT) -> dict[str, Any]:

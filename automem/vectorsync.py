@@ -18,9 +18,11 @@ from typing import Any
 
 import redis
 
+from automem.listing import WAITING_LIMIT, Order, listed_docs
 from automem.record import MemoryRecord
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
+from automem.stores.vectors.base import Filter
 from automem.timeutil import parse_iso
 
 log = logging.getLogger(__name__)
@@ -315,6 +317,29 @@ class VectorSync:
             return int(self.redis.xlen(STREAM))
         except redis.exceptions.RedisError:
             return -1
+
+    def listed(self, flt: Filter, order: Order, count: int) -> list[MemoryRecord] | None:
+        """The first `count` memories of `flt` in `order`, walked in the vector store's payload
+        indexes (automem.listing); None when it cannot say (no store here, more than
+        WAITING_LIMIT hand-offs waiting, a lagging payload): the caller asks the graph."""
+        if self.vectors is None or (waiting := self.waiting_ids(WAITING_LIMIT)) is None:
+            return None
+        return listed_docs(
+            self.graph, self.vectors, flt, order, count, waiting=waiting, payload_of=payload_for
+        )
+
+    def waiting_ids(self, limit: int) -> list[str] | None:
+        """The memories whose points have hand-offs still waiting for the owner (their vector
+        store state may lag the graph's); None when more than `limit` wait or Redis cannot say.
+        While the worker enriches, a few always wait (the owner applies them a batch at a time)."""
+        if self.redis is None:
+            return []
+        try:
+            entries: Any = self.redis.xrange(STREAM, count=limit + 1)
+        except redis.exceptions.RedisError:
+            return None
+        ids = list(dict.fromkeys(i for _, fields in entries if fields for i in _ids_of(fields) if i))
+        return None if len(entries) > limit or len(ids) > limit else ids
 
 
 def keyword_text(content: str | None, timestamp: str | None, metadata: Any = None) -> str:

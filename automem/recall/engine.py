@@ -18,7 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
-from automem.listing import ORDERS, Order, listed_docs
+from automem.listing import ORDERS, Order
 from automem.memories import content_hash
 from automem.models import check_dimension
 from automem.recall.entity_link import (
@@ -301,10 +301,8 @@ class RecallEngine:
     def _listing(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, fetch: int) -> None:
         order: ListOrder = "importance" if q.sort == "score" else q.sort
         docs = None
-        if order in ORDERS and self.svc.vectors is not None and self.svc.sync.backlog() == 0:
-            # An order the vector store's payload indexes can walk.
-            walk = cast(Order, order)
-            docs = listed_docs(self.svc.graph, self.svc.vectors, flt.vector_filter(), walk, fetch)
+        if order in ORDERS:  # an order the vector store's payload indexes can walk
+            docs = self.svc.sync.listed(flt.vector_filter(), cast(Order, order), fetch)
         if docs is None:
             docs = self.svc.graph.list_memories(flt, order, fetch)
         for doc in docs:

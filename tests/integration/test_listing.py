@@ -10,13 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from automem.embedded import EmbeddedFalkorDB
-from automem.listing import listed_docs, tag_filter
+from automem.listing import WAITING_LIMIT, listed_docs, tag_filter
 from automem.services import Services
 from automem.settings import Settings
 from automem.stores.recall_filter import RecallFilter
+from automem.tags import tag_prefixes
 from automem.timeutil import now_iso
+from automem.vectorsync import VectorSync, payload_for
 from tests.conftest import Api, make_settings
 
 TAGS = ["alpha", "alpha:one", "alpha:two", "beta", "gamma:x"]
@@ -71,7 +76,15 @@ def test_by_tag_pages_equal_the_graph_order(
     assert services.vectors is not None
     for limit, offset in itertools.product((1, 7, 50), (0, 3, 40)):
         flt = tag_filter("default", tags, mode, match)
-        listed = listed_docs(services.graph, services.vectors, flt, "importance", offset + limit)
+        listed = listed_docs(
+            services.graph,
+            services.vectors,
+            flt,
+            "importance",
+            offset + limit,
+            waiting=[],
+            payload_of=payload_for,
+        )
         assert listed is not None
         assert [d.id for d in listed[offset:]] == _graph_page(services, tags, mode, match, limit, offset)
 
@@ -91,7 +104,15 @@ def test_recall_listing_orders_equal_the_graph(services: Services, corpus: list[
         state_mode="current",
     )
     for count in (1, 10, 33, 200):
-        listed = listed_docs(services.graph, services.vectors, flt.vector_filter(), order, count)
+        listed = listed_docs(
+            services.graph,
+            services.vectors,
+            flt.vector_filter(),
+            order,
+            count,
+            waiting=[],
+            payload_of=payload_for,
+        )
         assert listed is not None
         assert [d.id for d in listed] == [d.id for d in services.graph.list_memories(flt, order, count)]
 
@@ -101,7 +122,7 @@ def test_the_route_answers_from_the_index_and_from_the_graph_alike(
 ) -> None:
     query = {"tags": "alpha", "limit": 20, "offset": 5}
     from_index = api.get("/memory/by-tag", query_string=query).get_json()
-    monkeypatch.setattr(services.sync, "backlog", lambda: 1)  # handed-off writes pending: graph
+    monkeypatch.setattr(services.sync, "waiting_ids", lambda limit: None)  # too many waiting: graph
     from_graph = api.get("/memory/by-tag", query_string=query).get_json()
     assert from_index == from_graph and from_index["count"] == 20
 
@@ -116,7 +137,12 @@ def test_a_lagging_payload_sends_the_listing_to_the_graph(
         "MATCH (m:Memory {id: $id}) SET m.rev = m.rev + 1, m.importance = 0.01", {"id": first["id"]}
     )
     flt = tag_filter("default", ["alpha"], "any", "prefix")
-    assert listed_docs(services.graph, services.vectors, flt, "importance", 5) is None
+    assert (
+        listed_docs(
+            services.graph, services.vectors, flt, "importance", 5, waiting=[], payload_of=payload_for
+        )
+        is None
+    )
     page = api.get("/memory/by-tag", query_string={"tags": "alpha", "limit": 200}).get_json()["memories"]
     assert page[-1]["id"] == first["id"] and page[-1]["importance"] == 0.01
 
@@ -143,3 +169,68 @@ def test_recall_min_importance_keeps_only_the_important(api: Api, corpus: list[s
     searched = api.post("/recall", json={"query": "listing memory", "limit": 50, "min_importance": 0.9})
     assert searched.status_code == 200
     assert all(r["memory"]["importance"] >= 0.9 for r in searched.get_json()["results"])
+
+
+# A worker's change to a memory, made in the graph and handed to the owner, not applied yet.
+Change = tuple[int, str, int]
+changes_strategy = st.lists(
+    st.tuples(st.integers(0, 119), st.sampled_from(["tags", "importance", "delete", "purge"]), st.integers()),
+    min_size=1,
+    max_size=8,
+)
+queries_strategy = st.tuples(
+    st.lists(st.sampled_from(TAGS), min_size=1, max_size=2, unique=True),
+    st.sampled_from(["any", "all"]),
+    st.sampled_from(["prefix", "exact"]),
+    st.sampled_from([1, 5, 20, 60]),
+)
+
+
+def _change_in_the_graph(services: Services, memory_id: str, kind: str, seed: int) -> None:
+    rng = random.Random(seed)
+    if kind == "purge":
+        services.graph._query("MATCH (m:Memory {id: $id}) DETACH DELETE m", {"id": memory_id})
+        return
+    if kind == "tags":
+        tags = rng.sample(TAGS, rng.randint(1, 3))
+        change = "m.tags = $tags, m.tag_prefixes = $prefixes"
+        params: dict[str, Any] = {"tags": tags, "prefixes": tag_prefixes(tags)}
+    elif kind == "importance":
+        change, params = "m.importance = $importance", {"importance": rng.choice([0.1, 0.5, 0.9, 1.0])}
+    else:
+        change, params = "m.state = 'deleted'", {}
+    services.graph._query(
+        f"MATCH (m:Memory {{id: $id}}) SET {change}, m.rev = m.rev + 1", {"id": memory_id, **params}
+    )
+
+
+@hypothesis_settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(changes=changes_strategy, query=queries_strategy)
+def test_listings_place_the_memories_whose_hand_offs_wait(
+    services: Services, corpus: list[str], changes: list[Change], query: tuple[list[str], Any, Any, int]
+) -> None:
+    """While a worker's changes wait for the owner (a few always do while enrichment runs), the
+    index still answers, and its page is the graph's: the waiting memories are read from the
+    graph and placed by their new tags, importance and state, or left out when purged."""
+    worker = VectorSync(services.graph, None, services.queue_redis)  # a worker holds no store
+    for index, kind, seed in changes:
+        _change_in_the_graph(services, corpus[index], kind, seed)
+        worker.request([corpus[index]], payload_only=kind != "purge")
+    tags, mode, match, limit = query
+    listed = services.sync.listed(tag_filter("default", tags, mode, match), "importance", limit)
+    services.sync.drain_all()
+    assert listed is not None
+    assert [d.id for d in listed] == _graph_page(services, tags, mode, match, limit, 0)
+
+
+def test_with_too_many_hand_offs_waiting_the_graph_sorts(services: Services, corpus: list[str]) -> None:
+    worker = VectorSync(services.graph, None, services.queue_redis)
+    for memory_id in corpus[: WAITING_LIMIT // 100 + 1]:
+        worker.request([memory_id] * 100, payload_only=True)
+    assert services.sync.waiting_ids(WAITING_LIMIT) is not None  # ids counted once
+    for n in range(WAITING_LIMIT + 1):
+        worker.request([corpus[n % len(corpus)]], payload_only=True)
+    assert services.sync.waiting_ids(WAITING_LIMIT) is None
+    assert services.sync.listed(tag_filter("default", ["alpha"], "any", "prefix"), "importance", 5) is None

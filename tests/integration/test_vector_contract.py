@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from automem.errors import ConfigurationError, DimensionMismatch
 from automem.settings import Settings
@@ -30,6 +33,7 @@ from automem.stores.vectors import (
     VectorStore,
     open_vector_store,
 )
+from automem.stores.vectors.base import payload_matches
 from automem.stores.vectors.qdrant_edge import EdgeVectorStore
 from automem.stores.vectors.qdrant_server import QdrantVectorStore
 
@@ -553,3 +557,79 @@ def test_points_without_dense_vector(store: VectorStore) -> None:
     [record] = store.retrieve([uid(1)], with_vectors=True)
     assert record.vector is not None and abs(record.vector[1] - 1) < 1e-6
     assert {h.id for h in store.keyword_search("words", 10)} == {uid(1), uid(2)}
+
+
+# --- payload_matches: the engines' filtering, decided in process ------------------------------
+_TAGS = ["a", "a:b", "a:c", "d"]
+_TIMES = ["2025-01-01T00:00:00+00:00", "2025-03-01T12:00:00+00:00", "2025-06-01T00:00:00Z", None]
+
+
+def _filter_payload(n: int) -> dict[str, object]:
+    """A payload of the shape recall filters on, varied by `n` (absent and null fields too)."""
+    tags = [t for i, t in enumerate(_TAGS) if (n >> i) & 1]
+    payload: dict[str, object] = {
+        "tenant": ["t1", "t2"][n % 2],
+        "state": ["active", "active", "deleted"][n % 3],
+        "tags": tags,
+        "tag_prefixes": sorted({t.split(":")[0] for t in tags} | set(tags)),
+        "importance": [0.0, 0.25, 0.5, 1.0][n % 4],
+        "rev": n,
+    }
+    if (stamp := _TIMES[n % 4]) is not None:
+        payload["timestamp"] = stamp
+    if n % 5 == 0:
+        payload["t_valid"] = None
+    elif n % 5 == 1:
+        payload["t_valid"] = _TIMES[(n // 5) % 3]
+    return payload
+
+
+_fields = st.sampled_from(["tenant", "state", "tags", "tag_prefixes"])
+_values = st.sampled_from(["t1", "t2", "active", "deleted", *_TAGS, "zz"])
+_moments = st.sampled_from([t for t in _TIMES if t] + ["2025-03-01T12:00:00.000000+00:00"])
+_conditions = st.one_of(
+    st.builds(Match, _fields, st.lists(_values, min_size=1, max_size=3, unique=True).map(tuple)),
+    st.builds(
+        Range,
+        st.just("importance"),
+        gte=st.sampled_from([None, 0.25, 0.5]),
+        lt=st.sampled_from([None, 0.5, 1.0]),
+    ),
+    st.builds(
+        Range,
+        st.sampled_from(["timestamp", "t_valid"]),
+        gt=st.one_of(st.none(), _moments),
+        lte=st.one_of(st.none(), _moments),
+        kind=st.just("datetime"),
+    ),
+    st.builds(IsNull, st.sampled_from(["tags", "t_valid", "timestamp"])),
+    st.builds(HasId, st.lists(st.integers(0, 39).map(uid), max_size=4).map(tuple)),
+)
+_filters = st.recursive(
+    st.builds(
+        Filter,
+        must=st.lists(_conditions, max_size=3).map(tuple),
+        should=st.lists(_conditions, max_size=2).map(tuple),
+        must_not=st.lists(_conditions, max_size=2).map(tuple),
+    ),
+    lambda inner: st.builds(
+        Filter,
+        must=st.lists(st.one_of(_conditions, inner), max_size=2).map(tuple),
+        must_not=st.lists(inner, max_size=1).map(tuple),
+    ),
+    max_leaves=6,
+)
+
+
+@hypothesis_settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(flt=_filters)
+def test_payload_matches_decides_as_the_engine_filters(store: VectorStore, flt: Filter) -> None:
+    """A listing places memories the store does not hold yet with `payload_matches`; over any
+    filter it must keep exactly the points the engine's own filtering keeps."""
+    payloads = {uid(n): _filter_payload(n) for n in range(40)}
+    if store.count() == 0:
+        store.upsert([VectorPoint(i, [1.0, 0.0, 0.0, 0.0], p) for i, p in payloads.items()])
+    kept, _ = store.scroll(flt, limit=100)
+    assert {r.id for r in kept} == {i for i, p in payloads.items() if payload_matches(flt, i, p)}

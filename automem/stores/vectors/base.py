@@ -10,11 +10,14 @@ holding an old snapshot of the graph can never overwrite a newer one.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+import operator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 from automem.errors import DimensionMismatch
+from automem.timeutil import parse_iso
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,57 @@ class Filter:
 
 
 Condition = Match | Range | IsNull | HasId | Filter
+
+
+def payload_matches(flt: Filter, point_id: str, payload: Mapping[str, Any]) -> bool:
+    """Whether a point with this id and payload passes `flt`, decided as the engines decide it
+    (for a payload the vector store does not hold yet: see `automem.listing`). A condition on a
+    list field holds when one element meets it; an absent or null field meets no Match or Range."""
+    return (
+        all(_meets(c, point_id, payload) for c in flt.must)
+        and (not flt.should or any(_meets(c, point_id, payload) for c in flt.should))
+        and not any(_meets(c, point_id, payload) for c in flt.must_not)
+    )
+
+
+def _meets(cond: Condition, point_id: str, payload: Mapping[str, Any]) -> bool:
+    if isinstance(cond, Filter):
+        return payload_matches(cond, point_id, payload)
+    if isinstance(cond, HasId):
+        return point_id in cond.ids
+    value = payload.get(cond.field)
+    values = value if isinstance(value, list) else [] if value is None else [value]
+    if isinstance(cond, IsNull):  # Qdrant's is_empty
+        return not values
+    if isinstance(cond, Match):
+        return any(v in cond.values for v in values)
+    return any(_in_range(cond, v) for v in values)
+
+
+def _in_range(cond: Range, value: Any) -> bool:
+    convert = _as_moment if cond.kind == "datetime" else _as_number
+    at = convert(value)
+    bounds = (
+        (cond.gte, operator.ge),
+        (cond.gt, operator.gt),
+        (cond.lte, operator.le),
+        (cond.lt, operator.lt),
+    )
+    return at is not None and all(
+        bound is None or ((limit := convert(bound)) is not None and compare(at, limit))
+        for bound, compare in bounds
+    )
+
+
+def _as_moment(value: Any) -> datetime | None:
+    try:
+        return parse_iso(str(value))
+    except ValueError:
+        return None
+
+
+def _as_number(value: Any) -> float | None:
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else float(value)
 
 
 @dataclass(frozen=True)
