@@ -331,15 +331,20 @@ class VectorSync:
     def waiting_ids(self, limit: int) -> list[str] | None:
         """The memories whose points have hand-offs still waiting for the owner (their vector
         store state may lag the graph's); None when more than `limit` wait or Redis cannot say.
-        While the worker enriches, a few always wait (the owner applies them a batch at a time)."""
-        if self.redis is None:
+        While the worker enriches, a few always wait (the owner applies them a batch at a time).
+        The stream's length is read first: nothing waiting costs one XLEN, and a long backlog (a
+        restore, a bulk import) is refused without reading its entries."""
+        waiting = self.backlog()
+        if waiting == 0:
             return []
+        if waiting < 0 or waiting > limit or self.redis is None:
+            return None
         try:
-            entries: Any = self.redis.xrange(STREAM, count=limit + 1)
+            entries: Any = self.redis.xrange(STREAM, count=limit)
         except redis.exceptions.RedisError:
             return None
         ids = list(dict.fromkeys(i for _, fields in entries if fields for i in _ids_of(fields) if i))
-        return None if len(entries) > limit or len(ids) > limit else ids
+        return None if len(ids) > limit else ids
 
 
 def keyword_text(content: str | None, timestamp: str | None, metadata: Any = None) -> str:
