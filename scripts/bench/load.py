@@ -731,6 +731,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the queues beyond 100k memories (the rate is measured over the wait)",
     )
     parser.add_argument("--workers", type=int, help="RQ workers of the embedded service")
+    parser.add_argument(
+        "--keep-data",
+        type=Path,
+        help="data dir of the embedded service, kept after the run for profiling (must be new or empty)",
+    )
     parser.add_argument("--env", action="append", default=[], help="extra service setting, NAME=VALUE")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument(
@@ -772,7 +777,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["service"] = "embedded `automem serve` " + (
             " ".join(f"{k}={v}" for k, v in sorted(env.items())) or "with its defaults"
         )
-        with embedded_service(env, workers=args.workers, prefix="automem-load-") as service:
+        if args.keep_data and args.keep_data.exists() and any(args.keep_data.iterdir()):
+            raise SystemExit(f"--keep-data {args.keep_data} is not empty: the run ingests into a new store")
+        with embedded_service(
+            env, data_dir=args.keep_data, workers=args.workers, prefix="automem-load-"
+        ) as service:
             meta["other_processes"] = other_service_processes(service.proc.pid if service.proc else None)
             results = runner(args, service)
         meta["leftover_processes"] = service.leftovers
