@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 # kill -9, an OOM kill of a serving API) is restarted at once and its count starts again.
 BOOT_SECONDS = 60.0
 MAX_BOOT_FAILURES = 5
+LOADING_LOG_SECONDS = 30.0  # how often a start waiting for FalkorDB to load its data says so
 TAIL_LINES = 20  # lines of a child's output kept for the report of a failed boot
 STOP_TIMEOUT = 20.0  # seconds each stage of the stop waits before it SIGKILLs what is left
 
@@ -244,32 +245,41 @@ class EmbeddedFalkorDB:
         return output + logged
 
     def _wait_ready(self, timeout: float, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Wait until the server answers a graph command. `timeout` bounds the wait for it to
+        listen; a server that listens but is still loading its data (LOADING replies, or no reply
+        while it rebuilds its indexes: over ten minutes for a million memories here) is waited
+        for as long as it runs, with a log line every LOADING_LOG_SECONDS."""
         client = redis.Redis.from_url(self.url, socket_connect_timeout=1, socket_timeout=5)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not cancelled():
-            if self.process is not None and self.process.poll() is not None:
-                lines = "\n  ".join(self.last_lines())
-                raise ConfigurationError(
-                    f"the embedded FalkorDB exited with code {self.process.returncode}; "
-                    f"see {self.log_path}; its last lines:\n  {lines}"
-                )
+        started = time.monotonic()
+        deadline, listening, logged = started + timeout, False, started
+        while (listening or time.monotonic() < deadline) and not cancelled():
+            self._raise_if_exited()
             try:
-                # While the AOF is replayed the server answers LOADING errors; wait for real readiness.
                 client.execute_command("GRAPH.LIST")
                 return
-            except (
-                redis.exceptions.ConnectionError,
-                redis.exceptions.BusyLoadingError,
-                redis.exceptions.TimeoutError,
-            ):
-                time.sleep(0.05)
+            except (redis.exceptions.BusyLoadingError, redis.exceptions.TimeoutError):
+                listening = True
+            except redis.exceptions.ConnectionError:
+                pass  # not listening yet
             except redis.exceptions.ResponseError as exc:
                 if "loading" not in str(exc).lower():
                     raise
-                time.sleep(0.05)
+                listening = True
+            if listening and time.monotonic() - logged >= LOADING_LOG_SECONDS:
+                logged = time.monotonic()
+                log.info("the embedded FalkorDB is loading its data (%.0f s so far)", logged - started)
+            time.sleep(0.05)
         if cancelled():
             return
         raise ConfigurationError(f"the embedded FalkorDB did not answer within {timeout:.0f}s")
+
+    def _raise_if_exited(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            lines = "\n  ".join(self.last_lines())
+            raise ConfigurationError(
+                f"the embedded FalkorDB exited with code {self.process.returncode}; "
+                f"see {self.log_path}; its last lines:\n  {lines}"
+            )
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
