@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, Literal, Protocol
 from urllib.parse import quote
 
 import redis
@@ -161,6 +161,23 @@ def _read_or_create_secret(path: Path) -> str:
     return secret
 
 
+def _probe(client: redis.Redis) -> Literal["ready", "loading", "down"]:
+    """Whether a FalkorDB answers a graph command, listens but cannot answer yet (LOADING
+    replies while it replays its log, or no reply while it rebuilds its indexes), or does not
+    listen."""
+    try:
+        client.execute_command("GRAPH.LIST")
+        return "ready"
+    except (redis.exceptions.BusyLoadingError, redis.exceptions.TimeoutError):
+        return "loading"
+    except redis.exceptions.ConnectionError:
+        return "down"
+    except redis.exceptions.ResponseError as exc:
+        if "loading" not in str(exc).lower():
+            raise
+        return "loading"
+
+
 @dataclass
 class EmbeddedFalkorDB:
     """A FalkorDB server owned by this process, persisting to `<data_dir>/falkordb`."""
@@ -254,17 +271,10 @@ class EmbeddedFalkorDB:
         deadline, listening, logged = started + timeout, False, started
         while (listening or time.monotonic() < deadline) and not cancelled():
             self._raise_if_exited()
-            try:
-                client.execute_command("GRAPH.LIST")
+            state = _probe(client)
+            if state == "ready":
                 return
-            except (redis.exceptions.BusyLoadingError, redis.exceptions.TimeoutError):
-                listening = True
-            except redis.exceptions.ConnectionError:
-                pass  # not listening yet
-            except redis.exceptions.ResponseError as exc:
-                if "loading" not in str(exc).lower():
-                    raise
-                listening = True
+            listening = listening or state == "loading"
             if listening and time.monotonic() - logged >= LOADING_LOG_SECONDS:
                 logged = time.monotonic()
                 log.info("the embedded FalkorDB is loading its data (%.0f s so far)", logged - started)
