@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from automem import __version__
 from automem.errors import ConfigurationError, InvalidInput
-from automem.models import MemoryCreate
+from automem.models import StoredMemory
 from automem.stores.graph_lifecycle import NODE_KEYS, checked_name
 from automem.timeutil import now_iso
 from automem.validation import (
@@ -231,7 +231,7 @@ class ArchiveCheck:
     problem half-way.
 
     With `settings` (a restore), every memory must pass the rules the API applies to a write
-    (`automem.validation`, through `MemoryCreate`) and the stored fields' own; ids are UUIDs and
+    (`automem.validation`, through `StoredMemory`) and the stored fields' own; ids are UUIDs and
     unique, node keys unique per label, every edge joins two nodes of the archive and every
     vector point belongs to one of its memories. Without (the CLI checking a download) only the
     form is checked."""
@@ -429,7 +429,7 @@ def check_stored_memory(props: dict[str, Any], settings: Settings) -> None:
     body = {name: props[name] for name in _WRITABLE if props.get(name) is not None}
     body["metadata"] = _metadata_object(props.get("metadata"))
     try:
-        MemoryCreate.model_validate(body, context={"settings": settings})
+        StoredMemory.model_validate(body, context={"settings": settings})
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "memory"

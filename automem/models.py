@@ -14,6 +14,7 @@ import uuid
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -34,11 +35,19 @@ from automem.errors import InvalidInput
 from automem.relations import ALL_TYPES, AUTHORABLE, canonical_relation
 from automem.settings import Settings
 from automem.tags import normalize_tags, split_tag_input
-from automem.validation import check_storable, check_tag, check_time, check_validity, check_vector, visible
+from automem.validation import (
+    as_graph_float,
+    check_storable,
+    check_tag,
+    check_time,
+    check_validity,
+    check_vector,
+    visible,
+)
 
 M = TypeVar("M", bound=BaseModel)
 
-UnitFloat = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0)]
+UnitFloat = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0), AfterValidator(as_graph_float)]
 
 
 def _settings(info: ValidationInfo) -> Settings:
@@ -259,6 +268,14 @@ class MemoryCreate(_MemoryFields):
     @classmethod
     def _id(cls, value: str | None) -> str | None:
         return None if value is None else parse_uuid(value, "id")
+
+
+class StoredMemory(MemoryCreate):
+    """A memory as a backup holds it: its interval is the stored one. A stored memory without
+    t_valid has an unknown start (a fact that had ended before it was written, see
+    MemoryService), which its event time does not stand in for."""
+
+    VALID_FROM_EVENT_TIME: ClassVar[bool] = False
 
 
 class MemoryUpdate(_MemoryFields):

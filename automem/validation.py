@@ -54,6 +54,15 @@ def check_graph_float(value: Any, what: str = "value") -> Any:
     return value
 
 
+def as_graph_float(value: Any) -> Any:
+    """A float as the graph will return it (15 significant digits), so that what a write
+    answers, what the vector store's payload holds and what a later read or a restore gives are
+    the same number; other values pass."""
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.15g}")
+    return value
+
+
 # --- text -------------------------------------------------------------------------------------
 def text_problem(text: str) -> str | None:
     """Why the stores cannot hold `text`, or None."""

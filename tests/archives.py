@@ -100,7 +100,11 @@ def assert_same(before: dict[str, Any], after: dict[str, Any]) -> None:
     assert set(after["points"]) == set(before["points"])
     for point_id, point in before["points"].items():
         restored = after["points"][point_id]
-        assert restored.payload == point.payload
+        assert restored.payload == point.payload, {
+            k: (point.payload.get(k), restored.payload.get(k))
+            for k in set(point.payload) | set(restored.payload)
+            if point.payload.get(k) != restored.payload.get(k)
+        }
         if point.vector is None:
             assert restored.vector is None
         else:
