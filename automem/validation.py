@@ -47,19 +47,21 @@ _PROPERTY_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 _TAG_FORBIDDEN = re.compile(r"[,\x00-\x1f\x7f]")
 
 
-def check_graph_float(value: Any, what: str = "value") -> Any:
-    """A float the graph returns as it was given (15 significant digits); other values pass."""
-    if isinstance(value, float) and math.isfinite(value) and float(f"{value:.15g}") != value:
-        raise ValueError(f"{what} holds {value!r}: more significant digits than the graph returns (15)")
-    return value
-
-
 def as_graph_float(value: Any) -> Any:
     """A float as the graph will return it (15 significant digits), so that what a write
     answers, what the vector store's payload holds and what a later read or a restore gives are
     the same number; other values pass."""
     if isinstance(value, float) and math.isfinite(value):
         return float(f"{value:.15g}")
+    return value
+
+
+def check_graph_float(value: Any, what: str = "value") -> Any:
+    """A float the graph returns as it was given (an archive must restore exactly what it
+    holds); other values pass."""
+    rounded = as_graph_float(value)  # the same object when it is no finite float
+    if rounded is not value and rounded != value:
+        raise ValueError(f"{what} holds {value!r}: more significant digits than the graph returns (15)")
     return value
 
 
