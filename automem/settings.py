@@ -508,6 +508,28 @@ class Settings(BaseSettings):
         "index estimates at no more than this many memories goes to the exact search directly, "
         "and one that leaves too few of the HNSW candidates falls back to it. 0: always exact.",
     )
+    recall_rerank_model_dir: str | None = _setting(
+        None,
+        "RECALL_RERANK_MODEL_DIR",
+        "recall",
+        "Local directory of a cross-encoder exported to ONNX (model.onnx or onnx/model.onnx, "
+        "tokenizer.json, tokenizer_config.json): when set, a query's best RECALL_RERANK_CANDIDATES "
+        "are re-scored by it (automem/embedding/rerank.py). Unset: off. Never downloaded.",
+    )
+    recall_rerank_model: str = _setting(
+        "Xenova/ms-marco-MiniLM-L-6-v2",
+        "RECALL_RERANK_MODEL",
+        "recall",
+        "fastembed's name of the cross-encoder in RECALL_RERANK_MODEL_DIR (how it loads the "
+        "files); another name is loaded as a custom cross-encoder.",
+    )
+    recall_rerank_candidates: int = _setting(
+        30,
+        "RECALL_RERANK_CANDIDATES",
+        "recall",
+        "How many of a query's best candidates the cross-encoder re-scores (at least the "
+        "request's limit + offset); one model run per candidate.",
+    )
 
     # --- jobs ---------------------------------------------------------------------------------
     job_retry_intervals: str = _setting(

@@ -18,6 +18,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
+from automem.embedding.rerank import open_reranker
 from automem.listing import ORDERS, Order
 from automem.memories import content_hash
 from automem.models import check_dimension
@@ -38,6 +39,7 @@ from automem.recall.fusion import (
     read_reachable,
     relevance,
     relevance_share,
+    scored,
 )
 from automem.recall.query import RecallQuery
 from automem.recall.report import Tally, Timer, merged, response
@@ -71,6 +73,7 @@ class RecallEngine:
             svc.embedder.embed_one
         )
         self._points, self._points_read_at = 0, -POINT_COUNT_TTL
+        self.reranker = open_reranker(svc.settings)
 
     def close(self) -> None:
         self.pool.shutdown(wait=False, cancel_futures=True)
@@ -147,7 +150,12 @@ class RecallEngine:
                 )
         with timer.stage("rank"):
             final_scores(pool, tuple(context_prefixes(q)), listing, entities)
-            results = self._cut(pool, q, flt, tally)
+            order = ranked(pool.values(), q.sort)
+        if self.reranker is not None and q.query and q.sort == "score" and not listing:
+            with timer.stage("rerank"):
+                order = self._reranked(order, q, flt, entities, degraded)
+        with timer.stage("rank"):
+            results = self._cut(order, q, flt, tally)
         with timer.stage("relations"):
             relations = self._relations([c.id for c in results], q.relation_limit, edges)
         with timer.stage("access"):
@@ -358,13 +366,42 @@ class RecallEngine:
             return {}
         return {d.id: d for d in self.svc.graph.get_memories(ids, view="recall")}
 
-    def _cut(self, pool: CandidatePool, q: RecallQuery, flt: RecallFilter, tally: Tally) -> list[Candidate]:
-        """The best `limit` distinct memories at or above `min_score` after the first `offset`
-        (every candidate's memory was read from the graph and filtered by then; identical contents
-        count once)."""
+    def _reranked(
+        self,
+        order: list[Candidate],
+        q: RecallQuery,
+        flt: RecallFilter,
+        entities: dict[str, float],
+        degraded: list[str],
+    ) -> list[Candidate]:
+        """The best RECALL_RERANK_CANDIDATES (at least limit + offset) re-scored with the
+        cross-encoder's probability as their relevance (the priors still apply) and put in that
+        order; the rest follow as they were. A failing model leaves the order alone."""
+        assert self.reranker is not None
+        size = max(self.svc.settings.recall_rerank_candidates, q.limit + q.offset)
+        top = [c for c in order if c.doc is not None and flt.matches(c.doc)][:size]
+        try:
+            probabilities = self.reranker.scores(q.query, [c.doc.content for c in top if c.doc])
+        except Exception:
+            log.exception("re-ranking failed; answering in the fused order")
+            degraded.append("rerank")
+            return order
+        share, prefixes = relevance_share(entities), tuple(context_prefixes(q))
+        for candidate, probability in zip(top, probabilities, strict=True):
+            candidate.components["rerank"] = round(probability, 4)
+            candidate.score = scored(candidate, probability, share, prefixes, entities)
+        chosen = {c.id for c in top}
+        return ranked(top, q.sort) + [c for c in order if c.id not in chosen]
+
+    def _cut(
+        self, order: list[Candidate], q: RecallQuery, flt: RecallFilter, tally: Tally
+    ) -> list[Candidate]:
+        """The best `limit` distinct memories at or above `min_score` after the first `offset`,
+        from candidates in answer order (every candidate's memory was read from the graph and
+        filtered by then; identical contents count once)."""
         out: list[Candidate] = []
         seen_content: set[str] = set()
-        for candidate in ranked(pool.values(), q.sort):
+        for candidate in order:
             if len(out) >= q.limit + q.offset:
                 break
             if candidate.doc is None or not flt.matches(candidate.doc):

@@ -230,18 +230,36 @@ def final_scores(
     specificity; a memory carrying one gets the entity prior (the best of them)."""
     share = relevance_share(entities)
     for candidate in pool.values():
-        importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
-        boost = _context_boost(candidate.doc, context_tags)
-        base = importance if listing else max(candidate.components.get("relevance", 0.0), candidate.expanded)
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
-        candidate.components.update({"importance": importance, "context": boost})
-        score = base if listing else share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
-        if entities and not listing:
-            named = _entity_prior(candidate.doc, entities)
-            candidate.components["entity"] = round(named, 4)
-            score += ENTITY_WEIGHT * named
-        candidate.score = round(min(1.0, max(0.0, score)), 6)
+        if listing:
+            importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
+            boost = _context_boost(candidate.doc, context_tags)
+            candidate.components.update({"importance": importance, "context": boost})
+            candidate.score = round(min(1.0, max(0.0, importance)), 6)
+        else:
+            base = max(candidate.components.get("relevance", 0.0), candidate.expanded)
+            candidate.score = scored(candidate, base, share, context_tags, entities)
+
+
+def scored(
+    candidate: Candidate,
+    base: float,
+    share: float,
+    context_tags: tuple[str, ...],
+    entities: Mapping[str, float] | None = None,
+) -> float:
+    """A searched candidate's final score: `share` x its relevance evidence `base` plus the
+    priors (importance, context tags, named entities), each noted in its components."""
+    importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
+    boost = _context_boost(candidate.doc, context_tags)
+    candidate.components.update({"importance": importance, "context": boost})
+    score = share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
+    if entities:
+        named = _entity_prior(candidate.doc, entities)
+        candidate.components["entity"] = round(named, 4)
+        score += ENTITY_WEIGHT * named
+    return round(min(1.0, max(0.0, score)), 6)
 
 
 def _entity_prior(doc: MemoryRecord | None, entities: Mapping[str, float]) -> float:
