@@ -15,6 +15,7 @@ from automem.record import DEFAULT_TENANT
 from automem.relations import AUTHORABLE, DEFAULT_STRENGTH, SYSTEM, canonical_relation
 from automem.stores.graph import GraphStore
 from automem.timeutil import now_iso
+from automem.validation import as_graph_float
 
 MAX_BATCH = 500
 _PRIMITIVE = (str, int, float, bool)
@@ -34,7 +35,7 @@ def validate_association(body: Any) -> dict[str, Any]:
         if key in body and body[key] is not None:
             if not isinstance(body[key], _PRIMITIVE):
                 raise InvalidInput(f"{key} must be a string, number or boolean", field=key)
-            props[key] = body[key]
+            props[key] = as_graph_float(body[key])
     return {"a": a, "b": b, "type": rel_type, "props": props}
 
 
@@ -56,7 +57,7 @@ def _relation_type(value: Any) -> str:
 def _strength(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise InvalidInput("strength must be a number between 0 and 1", field="strength")
-    return float(value)
+    return float(as_graph_float(float(value)))  # what the graph will return, so the answer says it
 
 
 def write(graph: GraphStore, items: list[dict[str, Any]], tenant: str) -> set[tuple[str, str, str]]:

@@ -441,3 +441,19 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     # One memory carries the tag: the payload index says so, and the exact search answers alone.
     narrow = recall(api, query="database", tags=["incident"], limit=3)
     assert [r["id"] for r in narrow["results"]] == [corpus["outage"]] and not asked
+
+
+def test_an_association_answers_its_strength_as_the_graph_keeps_it(api: Api, corpus: dict[str, str]) -> None:
+    """FalkorDB returns doubles with 15 significant digits: what a write answers is what every
+    read (and a backup) gives afterwards, not the 17 digits sent."""
+    sent = 0.30000000000000004
+    pair = {"memory1_id": corpus["pg"], "memory2_id": corpus["outage"], "type": "LEADS_TO"}
+    single = api.post("/associate", json={**pair, "strength": sent}).get_json()
+    batch = api.post(
+        "/associate", json={"associations": [{**pair, "type": "RELATES_TO", "strength": sent}]}
+    ).get_json()
+    found = recall(api, query="PostgreSQL MongoDB transactions", limit=5, relation_limit=10)
+    edges = next(r["relations"] for r in found["results"] if r["id"] == corpus["pg"])
+    read = {e["type"]: e["strength"] for e in edges}
+    assert single["strength"] == read["LEADS_TO"] == 0.3
+    assert batch["succeeded"][0]["strength"] == read["RELATES_TO"] == 0.3
