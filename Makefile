@@ -32,14 +32,15 @@ test-fast: install
 # A long fuzz pass over /openapi.json (the default test run does a short one); counts in benchmarks/fuzz.json.
 FUZZ_EXAMPLES ?= 300
 fuzz: install
-	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SUMMARY=benchmarks/fuzz.json $(BIN)/python -m pytest -q -s -m fuzz
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SUMMARY=benchmarks/fuzz.json $(BIN)/python -m pytest -q -s -m fuzz --timeout 3600
 
 # A long pass of the restore and tenant-isolation properties (the default test run does a short one);
 # counts in benchmarks/properties.json and benchmarks/tenant_isolation.json.
+# Each property may run past the suite's 300 s test timeout: the long pass bounds a test at an hour.
 PROPERTY_EXAMPLES ?= 150
 TENANT_STEPS ?= 50
 properties: install
-	PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) PROPERTY_SUMMARY=benchmarks/properties.json TENANT_STEPS=$(TENANT_STEPS) TENANT_SUMMARY=benchmarks/tenant_isolation.json $(BIN)/python -m pytest -q -s -m properties
+	PROPERTY_EXAMPLES=$(PROPERTY_EXAMPLES) PROPERTY_SUMMARY=benchmarks/properties.json TENANT_STEPS=$(TENANT_STEPS) TENANT_SUMMARY=benchmarks/tenant_isolation.json $(BIN)/python -m pytest -q -s -m properties --timeout 3600
 
 lint: install
 	$(BIN)/ruff check automem enrichment tests scripts
