@@ -7,7 +7,8 @@ Infinity are refused in requests (they are not JSON) and written as null in answ
 
 orjson reads an integer beyond 64 bits as a float, silently changing it; a body holding a run of
 19 or more digits is read by the standard library instead, so the integer reaches validation as
-sent (and is refused there: the stores keep 64-bit integers).
+sent (and is refused there: the stores keep 64-bit integers). An answer holding such an
+integer (a query's limit, echoed) is written by the standard library.
 """
 
 from __future__ import annotations
@@ -42,17 +43,28 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+def dumps(obj: Any) -> bytes:
+    """`obj` as JSON. orjson refuses integers beyond 64 bits (a client's limit of 2**100, echoed
+    back): those answers are written by the standard library, which writes any integer."""
+    try:
+        return orjson.dumps(obj, default=_default, option=_OPTIONS)
+    except TypeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+        text = json.dumps(obj, default=_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode()
+
+
 class OrjsonProvider(JSONProvider):
     def dumps(self, obj: Any, **kwargs: Any) -> str:
-        return orjson.dumps(obj, default=_default, option=_OPTIONS).decode()
+        return dumps(obj).decode()
 
     def loads(self, s: str | bytes, **kwargs: Any) -> Any:
         return loads(s)
 
     def response(self, *args: Any, **kwargs: Any) -> Response:
         obj = self._prepare_response_obj(args, kwargs)
-        body = orjson.dumps(obj, default=_default, option=_OPTIONS)
-        return Response(body, mimetype="application/json")
+        return Response(dumps(obj), mimetype="application/json")
 
 
 def init_app(app: Flask) -> None:

@@ -151,6 +151,16 @@ def test_integers_beyond_64_bits_reach_validation_as_sent() -> None:
     assert loads(b'{"n": 1.5}') == {"n": 1.5}
 
 
+def test_answers_holding_integers_beyond_64_bits_are_written_exactly() -> None:
+    """orjson refuses them; an echoed query limit of 2**100 answered 500 (found by `make fuzz`)."""
+    from automem.jsonio import dumps
+
+    assert dumps({"limit": 2**100, "é": [1.5, None, {1: True}]}) == (
+        '{"limit":1267650600228229401496703205376,"é":[1.5,null,{"1":true}]}'.encode()
+    )
+    assert dumps({"n": 2**63 - 1, "é": 0.1}) == '{"n":9223372036854775807,"é":0.1}'.encode()
+
+
 def test_a_key_with_a_lone_surrogate_is_a_400_not_a_crash() -> None:
     """Found by the restore property test: the error message quoted the key and could not be built."""
     assert refused(MemoryCreate, {"content": "x", "metadata": {"\ud800": None}}) == "metadata"
