@@ -57,7 +57,7 @@ def _relation_type(value: Any) -> str:
 def _strength(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
         raise InvalidInput("strength must be a number between 0 and 1", field="strength")
-    return float(as_graph_float(float(value)))  # what the graph will return, so the answer says it
+    return as_graph_float(float(value))  # as the graph returns it, so the answer says it
 
 
 def write(graph: GraphStore, items: list[dict[str, Any]], tenant: str) -> set[tuple[str, str, str]]:

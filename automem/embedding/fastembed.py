@@ -62,10 +62,18 @@ def _cache_dir(cache_dir: str | None) -> Path:
     return Path(os.getenv("FASTEMBED_CACHE_PATH", default))
 
 
-def _onnx_file(model_dir: Path, preferred: str | None = None) -> str | None:
+def onnx_file(model_dir: Path, preferred: str | None = None) -> str | None:
     """The ONNX file of a model directory, relative to it."""
     candidates = ((preferred,) if preferred else ()) + _ONNX_CANDIDATES
     return next((name for name in candidates if (model_dir / name).is_file()), None)
+
+
+def missing_model_files(model_dir: Path) -> list[str]:
+    """What a local ONNX model directory lacks of what fastembed loads (the model, the tokenizer)."""
+    missing = [name for name in _REQUIRED_TOKENIZER_FILES if not (model_dir / name).is_file()]
+    if onnx_file(model_dir) is None:
+        missing.insert(0, "model.onnx")
+    return missing
 
 
 def _hidden_size(model_dir: Path) -> int | None:
@@ -97,7 +105,7 @@ def fastembed_available(model_name: str | None, model_dir: str | None, cache_dir
     """Whether a model can be loaded without network: a usable directory or a cached named model."""
     if model_dir:
         path = Path(model_dir)
-        return _onnx_file(path) is not None and (path / "tokenizer.json").is_file()
+        return onnx_file(path) is not None and (path / "tokenizer.json").is_file()
     try:
         description = _supported_description(model_name or DEFAULT_MODEL)
     except ImportError:
@@ -111,9 +119,7 @@ def _check_model_dir(model_dir: Path) -> None:
             f"AUTOMEM_EMBEDDING_MODEL_DIR={model_dir} is not a directory; point it at a model "
             "directory (model.onnx + tokenizer files) or unset it"
         )
-    missing = [name for name in _REQUIRED_TOKENIZER_FILES if not (model_dir / name).is_file()]
-    if _onnx_file(model_dir) is None:
-        missing.insert(0, "model.onnx")
+    missing = missing_model_files(model_dir)
     if missing:
         raise ConfigurationError(
             f"the model directory {model_dir} lacks {', '.join(missing)}; export the model to ONNX "
@@ -140,7 +146,7 @@ def _register_custom_model(model_name: str, model_dir: Path) -> int:
         # Never fetched: specific_model_path short-circuits the download; fastembed wants a source.
         sources=ModelSource(hf=model_name),
         dim=dimension,
-        model_file=_onnx_file(model_dir) or "model.onnx",
+        model_file=onnx_file(model_dir) or "model.onnx",
     )
     return dimension
 

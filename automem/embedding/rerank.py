@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from automem.embedding.base import EmbeddingError
+from automem.embedding.fastembed import missing_model_files, onnx_file
 from automem.errors import ConfigurationError
 from automem.settings import Settings
 
 if TYPE_CHECKING:
     from fastembed.rerank.cross_encoder import TextCrossEncoder
 
-_ONNX_CANDIDATES = ("model.onnx", "onnx/model.onnx")
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 _registry_lock = threading.Lock()
 
 
@@ -76,19 +75,14 @@ def open_reranker(settings: Settings) -> CrossEncoderReranker | None:
     if not settings.recall_rerank_model_dir:
         return None
     model_dir = Path(settings.recall_rerank_model_dir)
-    missing = [name for name in _TOKENIZER_FILES if not (model_dir / name).is_file()]
-    if _onnx_file(model_dir) is None:
-        missing.append("model.onnx (or onnx/model.onnx)")
+    missing = missing_model_files(model_dir)
     if missing:
         raise ConfigurationError(
             f"RECALL_RERANK_MODEL_DIR={model_dir} lacks {', '.join(missing)}; it must hold a "
-            "cross-encoder exported to ONNX with its tokenizer files"
+            "cross-encoder exported to ONNX: tokenizer.json, tokenizer_config.json and model.onnx "
+            "(or onnx/model.onnx)"
         )
     return CrossEncoderReranker(settings.recall_rerank_model, str(model_dir))
-
-
-def _onnx_file(model_dir: Path) -> str | None:
-    return next((name for name in _ONNX_CANDIDATES if (model_dir / name).is_file()), None)
 
 
 def _known_or_registered(model: str, model_dir: Path) -> None:
@@ -102,7 +96,7 @@ def _known_or_registered(model: str, model_dir: Path) -> None:
         if description is None:
             # Never fetched: specific_model_path short-circuits the download; fastembed wants a source.
             TextCrossEncoder.add_custom_model(
-                model=model, sources=ModelSource(hf=model), model_file=_onnx_file(model_dir) or "model.onnx"
+                model=model, sources=ModelSource(hf=model), model_file=onnx_file(model_dir) or "model.onnx"
             )
         elif not (model_dir / description.model_file).is_file():
             raise ConfigurationError(

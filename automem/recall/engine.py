@@ -379,19 +379,20 @@ class RecallEngine:
         order; the rest follow as they were. A failing model leaves the order alone."""
         assert self.reranker is not None
         size = max(self.svc.settings.recall_rerank_candidates, q.limit + q.offset)
-        top = [c for c in order if c.doc is not None and flt.matches(c.doc)][:size]
+        top = [(c, c.doc) for c in order if c.doc is not None and flt.matches(c.doc)][:size]
         try:
-            probabilities = self.reranker.scores(q.query, [c.doc.content for c in top if c.doc])
+            probabilities = self.reranker.scores(q.query, [doc.content for _, doc in top])
         except Exception:
             log.exception("re-ranking failed; answering in the fused order")
             degraded.append("rerank")
             return order
         share, prefixes = relevance_share(entities), tuple(context_prefixes(q))
-        for candidate, probability in zip(top, probabilities, strict=True):
+        for (candidate, _), probability in zip(top, probabilities, strict=True):
             candidate.components["rerank"] = round(probability, 4)
             candidate.score = scored(candidate, probability, share, prefixes, entities)
-        chosen = {c.id for c in top}
-        return ranked(top, q.sort) + [c for c in order if c.id not in chosen]
+        chosen = [c for c, _ in top]
+        ids = {c.id for c in chosen}
+        return ranked(chosen, q.sort) + [c for c in order if c.id not in ids]
 
     def _cut(
         self, order: list[Candidate], q: RecallQuery, flt: RecallFilter, tally: Tally

@@ -233,9 +233,7 @@ def final_scores(
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
         if listing:
-            importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
-            boost = _context_boost(candidate.doc, context_tags)
-            candidate.components.update({"importance": importance, "context": boost})
+            importance, _ = _priors(candidate, context_tags)
             candidate.score = round(min(1.0, max(0.0, importance)), 6)
         else:
             base = max(candidate.components.get("relevance", 0.0), candidate.expanded)
@@ -251,15 +249,21 @@ def scored(
 ) -> float:
     """A searched candidate's final score: `share` x its relevance evidence `base` plus the
     priors (importance, context tags, named entities), each noted in its components."""
-    importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
-    boost = _context_boost(candidate.doc, context_tags)
-    candidate.components.update({"importance": importance, "context": boost})
+    importance, boost = _priors(candidate, context_tags)
     score = share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
     if entities:
         named = _entity_prior(candidate.doc, entities)
         candidate.components["entity"] = round(named, 4)
         score += ENTITY_WEIGHT * named
     return round(min(1.0, max(0.0, score)), 6)
+
+
+def _priors(candidate: Candidate, context_tags: tuple[str, ...]) -> tuple[float, float]:
+    """The candidate's importance and context boost, noted in its components."""
+    importance = float(candidate.doc.importance or 0.0) if candidate.doc else 0.0
+    boost = _context_boost(candidate.doc, context_tags)
+    candidate.components.update({"importance": importance, "context": boost})
+    return importance, boost
 
 
 def _entity_prior(doc: MemoryRecord | None, entities: Mapping[str, float]) -> float:
