@@ -487,6 +487,16 @@ class Settings(BaseSettings):
         "each inheriting 0.8 of the seed's relevance per turn between. 3: the farthest turn that "
         "still inherits at least half (0.8^3 = 0.51) (automem/recall/expansion.py).",
     )
+    recall_named_time: bool = _setting(
+        True,
+        "RECALL_NAMED_TIME",
+        "recall",
+        "A past or present relative time the query names ('yesterday', 'last weekend', 'two weeks "
+        "ago', 'last Friday'; resolved against `reference_time`, default now) lifts the memories "
+        "of that time: their timestamp, or a date enrichment resolved in their words, falls in it "
+        "(+0.1 to the score; automem/recall/reldates.py). Not applied when the request gives a "
+        "time window of its own (time_query, start, end), which filters instead.",
+    )
     recall_entity_linking: bool = _setting(
         False,
         "RECALL_ENTITY_LINKING",

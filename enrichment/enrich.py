@@ -22,13 +22,13 @@ from automem.counters import ENRICHMENT_STATS_KEY
 from automem.entities import EntityName, resolve_aliases
 from automem.history import JOB_ENRICH, diff
 from automem.jobnames import JobName
+from automem.recall.reldates import relative_dates
 from automem.record import MemoryRecord
 from automem.services import Services
 from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
 from automem.vectorsync import date_labels
 from enrichment.context import current_services
-from enrichment.dates import relative_dates
 from enrichment.embedding import contexts_of
 from enrichment.entities import Entity, extract_entities
 from enrichment.isolation import ItemFailed, clear_failures, isolated

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
@@ -33,6 +34,7 @@ from automem.recall.expansion import expand
 from automem.recall.fusion import (
     Candidate,
     CandidatePool,
+    Days,
     final_scores,
     priors_headroom,
     ranked,
@@ -42,6 +44,7 @@ from automem.recall.fusion import (
     scored,
 )
 from automem.recall.query import RecallQuery
+from automem.recall.reldates import query_time
 from automem.recall.report import Tally, Timer, merged, response
 from automem.recall.split import question_parts
 from automem.recall.state import resolve_current
@@ -53,7 +56,7 @@ from automem.stores.graph import ListOrder
 from automem.stores.recall_filter import RecallFilter
 from automem.stores.vectors.base import Filter
 from automem.tags import canonical_prefix
-from automem.timeutil import now_iso
+from automem.timeutil import now_iso, parse_iso
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,7 +106,7 @@ class RecallEngine:
             tag_match=q.tag_match,
             exclude_tags=q.exclude_tags,
             types=q.types,
-            window=resolve_window(q.time_query, q.start, q.end),
+            window=resolve_window(q.time_query, q.start, q.end, reference_moment(q)),
             state_mode=q.state_mode,
             min_importance=q.min_importance,
         )
@@ -127,8 +130,9 @@ class RecallEngine:
         linked = self._collect("entities", linking, degraded) if linking is not None else []
         entities = admit_linked(pool, linked)
         tally.linked = [{"name": e.name, "kind": e.kind, "mentions": e.mentions} for e in linked]
+        when = None if listing else self._named_time(q, tally)
         with timer.stage("hydrate"):
-            self._hydrate(pool, flt, None if listing else q, entities)
+            self._hydrate(pool, flt, None if listing else q, entities, when)
         edges: dict[str, list[dict[str, Any]]] = {}
         if not listing:
             with timer.stage("expand"):
@@ -142,6 +146,7 @@ class RecallEngine:
                     self.pool,
                     entities,
                     self.svc.settings.recall_episode_hops,
+                    when,
                 )
         if q.state_mode == "current":
             with timer.stage("state"):
@@ -149,11 +154,11 @@ class RecallEngine:
                     self.svc.graph, pool, flt, self._hydrate_ids
                 )
         with timer.stage("rank"):
-            final_scores(pool, tuple(context_prefixes(q)), listing, entities)
+            final_scores(pool, tuple(context_prefixes(q)), listing, entities, when)
             order = ranked(pool.values(), q.sort)
         if self.reranker is not None and q.query and q.sort == "score" and not listing:
             with timer.stage("rerank"):
-                order = self._reranked(order, q, flt, entities, degraded)
+                order = self._reranked(order, q, flt, entities, when, degraded)
         with timer.stage("rank"):
             results = self._cut(order, q, flt, tally)
         with timer.stage("relations"):
@@ -162,6 +167,18 @@ class RecallEngine:
             self._record_access([c.id for c in results], [c.doc.version if c.doc else None for c in results])
         searched = not listing and self.svc.vectors is not None
         return response(q, flt, results, relations, timer, degraded, listing, tally, searched)
+
+    def _named_time(self, q: RecallQuery, tally: Tally) -> Days | None:
+        """The days of a time the query names (RECALL_NAMED_TIME), unless the request gives a
+        window of its own, which filters instead; noted in the answer's `named_time`."""
+        given_window = q.time_query or q.start or q.end
+        if not q.query or given_window or q.sort != "score" or not self.svc.settings.recall_named_time:
+            return None
+        named = query_time(q.query, q.reference_time or now_iso())
+        if named is None:
+            return None
+        tally.named_time = {"text": named.text, "label": named.label, **named.as_metadata()}
+        return named.start, named.end
 
     def _search(
         self,
@@ -322,6 +339,7 @@ class RecallEngine:
         flt: RecallFilter,
         q: RecallQuery | None,
         entities: dict[str, float] | None = None,
+        when: Days | None = None,
     ) -> None:
         """Read the candidates that can still make the top `limit` from the graph and filter them.
 
@@ -330,7 +348,7 @@ class RecallEngine:
         it (`_read_reachable`); a time-sorted one reads them all (listings, already read from the
         graph, pass `q=None`)."""
         if q is not None and q.sort == "score":
-            self._read_reachable(pool, flt, q, entities)
+            self._read_reachable(pool, flt, q, entities, when)
             return
         self._read_into(pool, flt, [c.id for c in pool.values() if c.doc is None])
         for candidate in pool.values():  # a listing's memories were read by the listing
@@ -338,7 +356,12 @@ class RecallEngine:
                 del pool.by_id[candidate.id]
 
     def _read_reachable(
-        self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery, entities: dict[str, float] | None
+        self,
+        pool: CandidatePool,
+        flt: RecallFilter,
+        q: RecallQuery,
+        entities: dict[str, float] | None,
+        when: Days | None,
     ) -> None:
         """Only the memories of the candidates that can still make the answer (`read_reachable`)."""
         read_reachable(
@@ -346,8 +369,8 @@ class RecallEngine:
             self.svc.graph.importance_of,
             lambda ids: self._read_into(pool, flt, ids),
             need=q.limit + q.offset,
-            share=relevance_share(entities),
-            headroom=priors_headroom(bool(q.context_tags), entities),
+            share=relevance_share(entities, when),
+            headroom=priors_headroom(bool(q.context_tags), entities, when),
         )
 
     def _read_into(self, pool: CandidatePool, flt: RecallFilter, ids: list[str]) -> None:
@@ -372,6 +395,7 @@ class RecallEngine:
         q: RecallQuery,
         flt: RecallFilter,
         entities: dict[str, float],
+        when: Days | None,
         degraded: list[str],
     ) -> list[Candidate]:
         """The best RECALL_RERANK_CANDIDATES (at least limit + offset) re-scored with the
@@ -386,10 +410,10 @@ class RecallEngine:
             log.exception("re-ranking failed; answering in the fused order")
             degraded.append("rerank")
             return order
-        share, prefixes = relevance_share(entities), tuple(context_prefixes(q))
+        share, prefixes = relevance_share(entities, when), tuple(context_prefixes(q))
         for (candidate, _), probability in zip(top, probabilities, strict=True):
             candidate.components["rerank"] = round(probability, 4)
-            candidate.score = scored(candidate, probability, share, prefixes, entities)
+            candidate.score = scored(candidate, probability, share, prefixes, entities, when)
         chosen = [c for c, _ in top]
         ids = {c.id for c in chosen}
         return ranked(chosen, q.sort) + [c for c in order if c.id not in ids]
@@ -435,6 +459,11 @@ class RecallEngine:
             self.svc.jobs.enqueue_access(ids, now_iso(), versions)
         except Exception:
             log.warning("could not queue access bookkeeping for %d memories", len(ids))
+
+
+def reference_moment(q: RecallQuery) -> datetime | None:
+    """The moment relative times are resolved against: the request's `reference_time`, or now."""
+    return parse_iso(q.reference_time) if q.reference_time else None
 
 
 def context_prefixes(q: RecallQuery) -> list[str]:

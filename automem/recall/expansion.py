@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from typing import Any, Protocol
 
-from automem.recall.fusion import SEEDS, Candidate, CandidatePool, reachable_floor
+from automem.recall.fusion import SEEDS, Candidate, CandidatePool, Days, reachable_floor
 from automem.recall.query import RecallQuery
 from automem.record import MemoryRecord
 from automem.relations import DEFAULT_STRENGTH, MEMORY_LINKS
@@ -77,6 +77,7 @@ def expand(
     executor: Executor | None = None,
     entities: Mapping[str, float] | None = None,
     episode_hops: int = 1,
+    when: Days | None = None,
 ) -> int:
     """Admit the seeds' neighbours; the seeds' edges are left in `edge_cache` (the relations
     stage reuses them). With an `executor`, entity links and the episode chain are read while
@@ -85,7 +86,7 @@ def expand(
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
-    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities)
+    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities, when)
     offers: Offers = {}
     entity_offers: Future[Offers] | None = None
     if q.expand_entities:

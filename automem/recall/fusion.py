@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from automem.memories import content_hash
+from automem.recall.reldates import content_spans
 from automem.record import MemoryRecord
+from automem.timeutil import parse_iso
 
 # Candidates read beyond `limit`, so duplicates and filtered ones leave enough for the cut.
 FINAL_SPARE = 3
@@ -28,6 +31,13 @@ CONTEXT_WEIGHT = 0.05
 # A memory that mentions an entity the query names (recall.entity_link), times the entity's
 # specificity; its share is taken from relevance only when the query names one.
 ENTITY_WEIGHT = 0.05
+# A memory of the time the query names ("last weekend", recall.reldates.query_time): its
+# timestamp, or a date enrichment resolved in its words, falls in that time. Twice a single
+# prior: the time is the user's own constraint, stated in the question (stronger than a stored
+# importance), yet a tenth of the score, so a memory far less relevant than the rest cannot
+# climb over them by its date alone. Its share is taken from relevance only when a time is named.
+TIME_WEIGHT = 0.1
+Days = tuple[date, date]  # [first day, day after the last) of the time a query names
 
 
 @dataclass
@@ -105,9 +115,9 @@ def relevance(pool: CandidatePool) -> None:
 RELEVANCE_SHARE = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
 
 
-def relevance_share(entities: Mapping[str, float] | None) -> float:
-    """The share of relevance in the final score: less the entity prior's when it applies."""
-    return RELEVANCE_SHARE - (ENTITY_WEIGHT if entities else 0.0)
+def relevance_share(entities: Mapping[str, float] | None, when: Days | None = None) -> float:
+    """The share of relevance in the final score: less the entity and time priors' when they apply."""
+    return RELEVANCE_SHARE - (ENTITY_WEIGHT if entities else 0.0) - (TIME_WEIGHT if when else 0.0)
 
 
 def reachable_floor(
@@ -116,6 +126,7 @@ def reachable_floor(
     context_tags: bool,
     sort: str = "score",
     entities: Mapping[str, float] | None = None,
+    when: Days | None = None,
 ) -> float:
     """The least relevance with which a memory could still make the top `limit` (0 when the
     answer is sorted by time: then any candidate may make it).
@@ -128,7 +139,7 @@ def reachable_floor(
     if sort != "score" or len(ranked) < limit:
         return 0.0
     return _relevance_floor(
-        ranked[limit - 1], relevance_share(entities), priors_headroom(context_tags, entities)
+        ranked[limit - 1], relevance_share(entities, when), priors_headroom(context_tags, entities, when)
     )
 
 
@@ -138,10 +149,14 @@ def _relevance_floor(nth_relevance: float, share: float, headroom: float) -> flo
     return nth_relevance - (IMPORTANCE_WEIGHT + headroom) / share
 
 
-def priors_headroom(context_tags: bool, entities: Mapping[str, float] | None) -> float:
+def priors_headroom(
+    context_tags: bool, entities: Mapping[str, float] | None, when: Days | None = None
+) -> float:
     """The most the priors other than importance can add to a final score: the context boost
-    when context tags were given, the entity prior when the query names an entity."""
-    return (CONTEXT_WEIGHT if context_tags else 0.0) + (ENTITY_WEIGHT if entities else 0.0)
+    when context tags were given, the entity prior when the query names an entity, the time
+    prior when it names a time."""
+    named = (ENTITY_WEIGHT if entities else 0.0) + (TIME_WEIGHT if when else 0.0)
+    return (CONTEXT_WEIGHT if context_tags else 0.0) + named
 
 
 def read_reachable(
@@ -224,11 +239,13 @@ def final_scores(
     context_tags: tuple[str, ...],
     listing: bool,
     entities: Mapping[str, float] | None = None,
+    when: Days | None = None,
 ) -> None:
     """Combine relevance (or, for listings, importance) with the priors into `score`.
     `entities`: the entity tags the query names (`entity:<kind>:<slug>`), each with its
-    specificity; a memory carrying one gets the entity prior (the best of them)."""
-    share = relevance_share(entities)
+    specificity; a memory carrying one gets the entity prior (the best of them). `when`: the
+    days of a time the query names; a memory of that time gets the time prior."""
+    share = relevance_share(entities, when)
     for candidate in pool.values():
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
@@ -237,7 +254,7 @@ def final_scores(
             candidate.score = round(min(1.0, max(0.0, importance)), 6)
         else:
             base = max(candidate.components.get("relevance", 0.0), candidate.expanded)
-            candidate.score = scored(candidate, base, share, context_tags, entities)
+            candidate.score = scored(candidate, base, share, context_tags, entities, when)
 
 
 def scored(
@@ -246,16 +263,35 @@ def scored(
     share: float,
     context_tags: tuple[str, ...],
     entities: Mapping[str, float] | None = None,
+    when: Days | None = None,
 ) -> float:
     """A searched candidate's final score: `share` x its relevance evidence `base` plus the
-    priors (importance, context tags, named entities), each noted in its components."""
+    priors (importance, context tags, named entities, a named time), each noted in its components."""
     importance, boost = _priors(candidate, context_tags)
     score = share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
     if entities:
         named = _entity_prior(candidate.doc, entities)
         candidate.components["entity"] = round(named, 4)
         score += ENTITY_WEIGHT * named
+    if when:
+        then = 1.0 if of_time(candidate.doc, when) else 0.0
+        candidate.components["time"] = then
+        score += TIME_WEIGHT * then
     return round(min(1.0, max(0.0, score)), 6)
+
+
+def of_time(doc: MemoryRecord | None, when: Days) -> bool:
+    """Whether the memory is of these days: its timestamp's (UTC) day is one of them, or a date
+    enrichment resolved in its words overlaps them ("last weekend" written on Monday)."""
+    if doc is None:
+        return False
+    first, after = when
+    try:
+        if first <= parse_iso(str(doc.timestamp)).date() < after:
+            return True
+    except ValueError:
+        pass  # no usable timestamp: only the dates in its words can place it
+    return any(start < after and first < end for start, end in content_spans(doc.metadata))
 
 
 def _priors(candidate: Candidate, context_tags: tuple[str, ...]) -> tuple[float, float]:

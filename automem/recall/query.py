@@ -25,6 +25,7 @@ from automem.models import (
     clamp_unit,
 )
 from automem.tags import normalize_tags, split_tag_input
+from automem.timeutil import parse_iso
 
 # Query-string aliases AutoMem clients send, mapped to our field names.
 ALIASES = {
@@ -59,6 +60,11 @@ class RecallQuery(_Body):
     time_query: str | None = None
     start: str | None = None
     end: str | None = None
+    reference_time: str | None = Field(
+        None,
+        description="ISO 8601 moment that relative times (time_query, a time the query names) are "
+        "resolved against; default: now",
+    )
     sort: Sort = "score"
     state_mode: Literal["current", "history"] = "current"
     current_only: bool | None = Field(None, description="AutoMem's older switch; wins over state_mode")
@@ -132,6 +138,19 @@ class RecallQuery(_Body):
             raise ValueError("query must be a string")
         text = value.strip()
         return "" if text == "*" else text
+
+    @field_validator("reference_time", mode="before")
+    @classmethod
+    def _reference_time(cls, value: Any) -> str | None:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("reference_time must be an ISO 8601 date or timestamp")
+        try:
+            parse_iso(value)
+        except ValueError as exc:
+            raise ValueError(f"reference_time must be an ISO 8601 date or timestamp, got {value!r}") from exc
+        return value.strip()
 
     @field_validator("embedding")
     @classmethod

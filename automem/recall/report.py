@@ -52,6 +52,7 @@ class Tally:
     dedup_removed: int = 0
     below_min_score: int = 0
     linked: list[dict[str, Any]] = field(default_factory=list)  # entities the query names
+    named_time: dict[str, str] | None = None  # the time the query names (recall.reldates)
 
 
 def response(
@@ -102,6 +103,7 @@ def _sections(q: RecallQuery, results: list[Candidate], tally: Tally, listing: b
         },
         "entity_expansion": {"enabled": q.expand_entities and not listing, "expanded_count": via_entity},
         "query_entities": tally.linked,
+        "named_time": tally.named_time,
         "state_filter": {
             "current_only": q.state_mode == "current",
             "suppressed_count": tally.suppressed,

@@ -5,13 +5,14 @@ question type, each with its own haystack of ~48 sessions, ~490 turns). Stores e
 question's haystack as one memory (`"<role>: <content>"`, type Context, the session's date plus
 TURN_SECONDS a turn as timestamp), tagged `lme`, `lme:<question_id>` and
 `lme:<question_id>:<session_id>`; waits until every memory is embedded and enriched; then asks
-each question with `tags=["lme:<question_id>"]` and scores the answer (the benchmark's own
-retrieval protocol): sessions ranked by their first memory in the answer, session recall_any@k
-(an evidence session in the top k sessions) and recall_all@k (all of them), k = 5 and 10; and at
-turn level, the `has_answer` turns among the first 10 memories: any@10 and all@10 (questions
-without a has_answer turn are left out of these). Per question type and overall, with recall
-latency, ingest and drain times and the targets met. Writes benchmarks/longmemeval.json and
-benchmarks/longmemeval.md and prints the markdown.
+each question with `tags=["lme:<question_id>"]`, asked at its `question_date` (`reference_time`:
+the protocol's "current date" of the question, against which "last Friday" is resolved), and
+scores the answer (the benchmark's own retrieval protocol): sessions ranked by their first memory
+in the answer, session recall_any@k (an evidence session in the top k sessions) and recall_all@k
+(all of them), k = 5 and 10; and at turn level, the `has_answer` turns among the first 10
+memories: any@10 and all@10 (questions without a has_answer turn are left out of these). Per
+question type and overall, with recall latency, ingest and drain times and the targets met.
+Writes benchmarks/longmemeval.json and benchmarks/longmemeval.md and prints the markdown.
 
 Isolation: the service deduplicates identical content within a tenant, so with tags alone a
 session that recurs in several haystacks (65 of them do) would be stored once, under the first
@@ -459,13 +460,23 @@ class LmeAnswer:
 def ask(
     client: httpx.Client, haystack: Haystack, limit: int, extra: dict[str, Any] | None = None
 ) -> LmeAnswer:
-    body = {
+    body: dict[str, Any] = {
         "query": haystack.question,
         "tags": [question_tag(haystack.question_id)],
         "limit": limit,
-        **(extra or {}),
     }
-    return LmeAnswer(haystack, *post_recall(client, body))
+    asked_at = question_moment(haystack)
+    if asked_at:  # the question is asked on its date: "last Friday" is the Friday before it
+        body["reference_time"] = asked_at
+    return LmeAnswer(haystack, *post_recall(client, body | (extra or {})))
+
+
+def question_moment(haystack: Haystack) -> str | None:
+    """The question's date (`question_date`) as ISO 8601, None when it has none or it does not parse."""
+    try:
+        return to_iso(parse_lme_date(haystack.question_date))
+    except ValueError:
+        return None
 
 
 def _clip(text: str | None, size: int = 300) -> str | None:

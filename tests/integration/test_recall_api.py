@@ -145,6 +145,7 @@ def test_client_embedding_in_recall(api: Api, services: Services, corpus: dict[s
         ({"start": "not a date"}, "start"),
         ({"time_query": "next week"}, "time_query"),
         ({"start": "2025-02-01", "end": "2025-01-01"}, "time_query"),
+        ({"reference_time": "last tuesday"}, "reference_time"),
     ],
 )
 def test_bad_recall_parameters(api: Api, params: dict[str, Any], field: str) -> None:
@@ -457,3 +458,42 @@ def test_an_association_answers_its_strength_as_the_graph_keeps_it(api: Api, cor
     read = {e["type"]: e["strength"] for e in edges}
     assert single["strength"] == read["LEADS_TO"] == 0.3
     assert batch["succeeded"][0]["strength"] == read["RELATES_TO"] == 0.3
+
+
+def test_a_time_the_query_names_lifts_the_memories_of_that_time(api: Api, jobs: Any) -> None:
+    """Two memories about as relevant to the words; the question names "the past weekend", asked
+    on a Tuesday (reference_time): the one written that weekend ranks first, and the answer says
+    which time it read. Without a time, or with a window of the request's own (which filters
+    instead), no time prior applies."""
+    weekend = store(api, "I serviced the bike and replaced its chain", timestamp="2023-03-19T07:00:00Z")
+    earlier = store(api, "I serviced the bike and replaced its brakes", timestamp="2023-03-08T07:00:00Z")
+    jobs()
+    asked = {"reference_time": "2023-03-21T21:43:00Z", "limit": 2}
+    body = recall(api, query="Which bike did I service the past weekend?", **asked)
+    assert [r["id"] for r in body["results"]] == [weekend, earlier]
+    assert body["named_time"] == {
+        "text": "last weekend",
+        "label": "weekend of 18 March 2023",
+        "start": "2023-03-18",
+        "end": "2023-03-20",
+    }
+    first, second = body["results"]
+    assert first["score_components"]["time"] == 1.0 and second["score_components"]["time"] == 0.0
+    assert first["score"] > second["score"]
+    plain = recall(api, query="Which bike did I service?", **asked)
+    assert plain["named_time"] is None and "time" not in plain["results"][0]["score_components"]
+    windowed = recall(api, query="Which bike did I service the past weekend?", time_query="2023-03", **asked)
+    assert windowed["named_time"] is None and len(windowed["results"]) == 2
+
+
+def test_a_date_resolved_in_the_words_places_a_memory_in_the_named_time(api: Api, jobs: Any) -> None:
+    """Written on Monday about "last weekend": enrichment resolved that to 18-19 March, so a
+    question about the past weekend counts it as a memory of that time."""
+    told = store(api, "We went sailing on the lake last weekend", timestamp="2023-03-20T09:00:00Z")
+    other = store(api, "We went sailing on the lake in the autumn", timestamp="2023-03-01T09:00:00Z")
+    jobs()
+    body = recall(
+        api, query="Where did we go sailing the past weekend?", reference_time="2023-03-21T10:00:00Z"
+    )
+    components = {r["id"]: r["score_components"] for r in body["results"]}
+    assert components[told]["time"] == 1.0 and components[other]["time"] == 0.0

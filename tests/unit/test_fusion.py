@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import date
 
 import pytest
 from hypothesis import example, given, settings
@@ -12,6 +13,7 @@ from automem.recall.fusion import (
     CONTEXT_WEIGHT,
     IMPORTANCE_WEIGHT,
     RELEVANCE_SHARE,
+    TIME_WEIGHT,
     Candidate,
     CandidatePool,
     final_scores,
@@ -87,6 +89,52 @@ def test_the_final_score_mixes_relevance_with_importance_and_context() -> None:
     assert plain.score == pytest.approx(RELEVANCE_SHARE * 0.8 + IMPORTANCE_WEIGHT * 0.5)
     assert tagged.score == pytest.approx(plain.score + CONTEXT_WEIGHT)
     assert tagged.components["context"] == 1.0 and plain.components["context"] == 0.0
+
+
+WEEKEND = (date(2023, 3, 18), date(2023, 3, 20))
+
+
+def test_a_memory_of_the_named_time_gets_the_time_prior() -> None:
+    """By its timestamp, or by a date enrichment resolved in its words; the others get none, and
+    relevance gives up the prior's share only when a time is named."""
+    that_day, told_later, other = scored(0.8, 0.5), scored(0.8, 0.5, ["a"]), scored(0.8, 0.5, ["b"])
+    that_day.doc = memory("d", importance=0.5, timestamp="2023-03-19T07:00:00Z")
+    told_later.doc = memory(
+        "t",
+        importance=0.5,
+        timestamp="2023-03-20T09:00:00Z",
+        metadata={"enrichment": {"dates": [{"start": "2023-03-18", "end": "2023-03-20", "label": "w"}]}},
+    )
+    other.doc = memory("o", importance=0.5, timestamp="2023-03-20T00:00:00Z")  # the Monday after
+    pool = CandidatePool()
+    pool.by_id = {c.id: c for c in (that_day, told_later, other)}
+    final_scores(pool, (), listing=False, when=WEEKEND)
+    share = RELEVANCE_SHARE - TIME_WEIGHT
+    assert other.score == pytest.approx(share * 0.8 + IMPORTANCE_WEIGHT * 0.5)
+    assert that_day.score == told_later.score == pytest.approx(other.score + TIME_WEIGHT)
+    assert [c.components["time"] for c in (that_day, told_later, other)] == [1.0, 1.0, 0.0]
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=20),
+    st.integers(1, 10),
+)
+def test_nothing_below_the_reachable_floor_can_enter_the_top_with_a_named_time(
+    rows: list[tuple[float, float, bool]], limit: int
+) -> None:
+    pool = CandidatePool()
+    for n, (rel, importance, of_time) in enumerate(rows):
+        candidate = scored(rel, importance)
+        candidate.id = f"m{n}"
+        stamp = "2023-03-19T07:00:00Z" if of_time else "2023-01-01T00:00:00Z"
+        candidate.doc = memory(candidate.id, importance=importance, timestamp=stamp)
+        pool.by_id[candidate.id] = candidate
+    floor = reachable_floor(pool, limit, context_tags=False, when=WEEKEND)
+    final_scores(pool, (), listing=False, when=WEEKEND)
+    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
+    for candidate in pool.values():
+        if candidate.components["relevance"] < floor:
+            assert candidate.score <= top[-1] + 1e-9
 
 
 def test_graph_evidence_counts_when_it_beats_the_channels() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from enrichment.dates import relative_dates
+from automem.recall.reldates import content_spans, query_time, relative_dates
 
 MONDAY = "2023-05-08T13:56:00+00:00"
 SATURDAY = "2023-05-13T09:00:00Z"
@@ -73,3 +73,53 @@ def test_every_resolution_is_a_span_near_the_memory_time(phrases: list[str], day
         assert found.start < found.end
         assert abs(found.start - day) <= timedelta(days=800)
         assert found.text in content.lower()
+
+
+TUESDAY = "2023-03-21T21:43:00Z"
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("Which bike did I service the past weekend?", "2023-03-18", "2023-03-20"),
+        ("What did I fix last weekend?", "2023-03-18", "2023-03-20"),
+        ("What artist did I start to listen to last Friday?", "2023-03-17", "2023-03-18"),
+        ("What did we decide yesterday?", "2023-03-20", "2023-03-21"),
+        ("What certification did I complete last month?", "2023-02-01", "2023-03-01"),
+        ("Who called three days ago?", "2023-03-18", "2023-03-19"),
+        ("What did I cook this week?", "2023-03-20", "2023-03-27"),
+    ],
+)
+def test_a_question_names_a_time_resolved_against_when_it_is_asked(
+    question: str, start: str, end: str
+) -> None:
+    named = query_time(question, TUESDAY)
+    assert named is not None and (named.start.isoformat(), named.end.isoformat()) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is planned for next week?",  # the future: not a time something was said
+        "What are my plans this weekend?",  # asked on a Tuesday, the weekend is ahead
+        "Where do I meet them tomorrow?",
+        "Which bike do I ride?",
+        "How many weeks ago did I attend the workshop?",  # asks for a span, names none
+    ],
+)
+def test_a_question_without_a_past_time_names_none(question: str) -> None:
+    assert query_time(question, TUESDAY) is None
+
+
+def test_content_spans_reads_what_enrichment_resolved_and_skips_the_rest() -> None:
+    metadata = {
+        "enrichment": {
+            "dates": [
+                {"text": "last weekend", "start": "2023-03-18", "end": "2023-03-20", "label": "x"},
+                {"text": "broken", "start": "March", "end": "2023-03-20"},
+                "not a date",
+            ]
+        }
+    }
+    assert content_spans(metadata) == [(date(2023, 3, 18), date(2023, 3, 20))]
+    assert content_spans({}) == [] and content_spans({"enrichment": {"dates": "x"}}) == []

@@ -19,13 +19,20 @@ Phrases (case-insensitive; N = digits or one..twelve, "a"/"an" = 1):
   `N weekends ago` -> that weekend; `in N days|weeks` -> ahead.
 
 Weeks start on Monday; a weekend is its Saturday and Sunday.
+
+The same phrases in a recall query (`query_time`) name when what it asks about happened: "which
+bike did I service last weekend?" asked on 2023-03-21 is about 18-19 March 2023. Only past or
+present phrases count there (a question is about what was said before it), and "the past
+weekend" means the last one.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Any
 
 from automem.recall.timeparse import MONTHS, NUMBER_WORDS, WEEKDAYS, add_months
 from automem.timeutil import parse_iso
@@ -156,3 +163,30 @@ def _month_name(month: int) -> str:
 
 
 _RESOLVERS = {"day": _day, "ago": _ago, "ahead": _ahead, "weekday": _weekday, "unit": _unit}
+
+
+# "The past weekend" reads as the last one in a question ("the past week" is a rolling week there
+# and is not rewritten: timeparse gives it that meaning in time_query too).
+_PAST_WEEKEND = re.compile(r"\b(?:the )?past weekend\b", re.I)
+
+
+def query_time(question: str, asked_at: str) -> Resolved | None:
+    """The first past or present relative time `question` names, resolved against the moment it
+    is asked (ISO 8601; days are UTC days, as memory timestamps are compared); None when it
+    names none (future phrases such as "next week" are not counted)."""
+    today = parse_iso(asked_at).date()
+    text = _PAST_WEEKEND.sub("last weekend", question)
+    return next((found for found in relative_dates(text, asked_at) if found.start <= today), None)
+
+
+def content_spans(metadata: Mapping[str, Any]) -> list[tuple[date, date]]:
+    """The [start, end) dates enrichment resolved in a memory's words (`metadata.enrichment.dates`)."""
+    run = metadata.get("enrichment")
+    found = run.get("dates") if isinstance(run, Mapping) else None
+    spans: list[tuple[date, date]] = []
+    for item in found if isinstance(found, list) else []:
+        try:
+            spans.append((date.fromisoformat(item["start"]), date.fromisoformat(item["end"])))
+        except (KeyError, TypeError, ValueError):
+            continue  # a hand-edited or foreign entry: not evidence of a time
+    return spans
