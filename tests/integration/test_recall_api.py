@@ -497,3 +497,17 @@ def test_a_date_resolved_in_the_words_places_a_memory_in_the_named_time(api: Api
     )
     components = {r["id"]: r["score_components"] for r in body["results"]}
     assert components[told]["time"] == 1.0 and components[other]["time"] == 0.0
+
+
+def test_time_query_resolves_against_the_reference_time(api: Api, jobs: Any) -> None:
+    """`time_query=yesterday` asked "on" 21 March 2023 is 20 March 2023, not the day before now."""
+    that_day = store(api, "The release went out after the freeze", timestamp="2023-03-20T15:00:00Z")
+    store(api, "The release went out after the review", timestamp="2023-03-19T15:00:00Z")
+    jobs()
+    body = recall(api, query="release", time_query="yesterday", reference_time="2023-03-21T09:00:00Z")
+    assert [r["id"] for r in body["results"]] == [that_day]
+    assert body["time_window"] == {
+        "start": "2023-03-20T00:00:00.000000+00:00",
+        "end": "2023-03-21T00:00:00.000000+00:00",
+    }
+    assert recall(api, query="release", time_query="yesterday")["results"] == []
