@@ -109,6 +109,7 @@ class RecallParams(TypedDict, total=False):
     time_query: str
     start: Time
     end: Time
+    reference_time: Time
     sort: Literal["score", "time_desc", "time_asc", "updated_desc", "updated_asc"]
     state_mode: Literal["current", "history"]
     current_only: bool

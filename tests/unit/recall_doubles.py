@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from automem.recall.fusion import CandidatePool
 from automem.recall.query import RecallQuery
 from automem.record import MemoryRecord
 from automem.settings import Settings
@@ -18,6 +19,15 @@ NOW = "2025-06-01T00:00:00.000000+00:00"
 def memory(memory_id: str, **fields: Any) -> MemoryRecord:
     values = {"timestamp": "2025-01-01T00:00:00.000000+00:00", "importance": 0.5, **fields}
     return MemoryRecord.from_props({"id": memory_id, **values})
+
+
+def assert_below_the_floor_stays_out(pool: CandidatePool, floor: float, limit: int) -> None:
+    """The reachable floor's promise, over final scores already computed: a candidate whose
+    relevance is below it scores no higher than the limit-th best, whatever its priors."""
+    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
+    for candidate in pool.values():
+        if candidate.components["relevance"] < floor:
+            assert candidate.score <= top[-1] + 1e-9
 
 
 def query(**fields: Any) -> RecallQuery:

@@ -15,7 +15,7 @@ from automem.recall.entity_link import (
     specificity,
 )
 from automem.recall.fusion import Candidate, CandidatePool, final_scores, reachable_floor
-from tests.unit.recall_doubles import memory
+from tests.unit.recall_doubles import assert_below_the_floor_stays_out, memory
 
 
 def test_a_query_is_looked_up_as_every_run_that_could_be_a_name() -> None:
@@ -79,7 +79,4 @@ def test_the_reachable_floor_holds_with_the_entity_prior(
         pool.by_id[f"m{n}"] = Candidate(f"m{n}", components={"relevance": rel}, doc=doc)
     floor = reachable_floor(pool, limit, context_tags=False, entities=entities)
     final_scores(pool, (), listing=False, entities=entities)
-    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
-    for candidate in pool.values():
-        if candidate.components["relevance"] < floor:
-            assert candidate.score <= top[-1] + 1e-9
+    assert_below_the_floor_stays_out(pool, floor, limit)

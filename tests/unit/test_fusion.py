@@ -23,7 +23,7 @@ from automem.recall.fusion import (
     read_reachable,
     relevance,
 )
-from tests.unit.recall_doubles import memory
+from tests.unit.recall_doubles import assert_below_the_floor_stays_out, memory
 
 
 def pool_of(vector: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> CandidatePool:
@@ -131,10 +131,7 @@ def test_nothing_below_the_reachable_floor_can_enter_the_top_with_a_named_time(
         pool.by_id[candidate.id] = candidate
     floor = reachable_floor(pool, limit, context_tags=False, when=WEEKEND)
     final_scores(pool, (), listing=False, when=WEEKEND)
-    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
-    for candidate in pool.values():
-        if candidate.components["relevance"] < floor:
-            assert candidate.score <= top[-1] + 1e-9
+    assert_below_the_floor_stays_out(pool, floor, limit)
 
 
 def test_graph_evidence_counts_when_it_beats_the_channels() -> None:
@@ -168,10 +165,7 @@ def test_nothing_below_the_reachable_floor_can_enter_the_top(
         pool.by_id[candidate.id] = candidate
     floor = reachable_floor(pool, limit, context_tags=True)
     final_scores(pool, ("ctx",), listing=False)
-    top = sorted((c.score for c in pool.values()), reverse=True)[:limit]
-    for candidate in pool.values():
-        if candidate.components["relevance"] < floor:
-            assert candidate.score <= top[-1] + 1e-9
+    assert_below_the_floor_stays_out(pool, floor, limit)
 
 
 def test_no_floor_when_sorting_by_time_or_with_few_candidates() -> None:
