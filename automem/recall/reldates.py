@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -175,8 +175,18 @@ def query_time(question: str, asked_at: str) -> Resolved | None:
     is asked (ISO 8601; days are UTC days, as memory timestamps are compared); None when it
     names none (future phrases such as "next week" are not counted)."""
     today = parse_iso(asked_at).date()
-    text = _PAST_WEEKEND.sub("last weekend", question)
-    return next((found for found in relative_dates(text, asked_at) if found.start <= today), None)
+    named = next(
+        (
+            found
+            for found in relative_dates(_PAST_WEEKEND.sub("last weekend", question), asked_at)
+            if found.start <= today
+        ),
+        None,
+    )
+    said = _PAST_WEEKEND.search(question)
+    if named is not None and said and named.text == "last weekend" and "last weekend" not in question.lower():
+        return replace(named, text=" ".join(said.group(0).lower().split()))  # the question's own words
+    return named
 
 
 def content_spans(metadata: Mapping[str, Any]) -> list[tuple[date, date]]:

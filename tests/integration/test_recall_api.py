@@ -472,7 +472,7 @@ def test_a_time_the_query_names_lifts_the_memories_of_that_time(api: Api, jobs: 
     body = recall(api, query="Which bike did I service the past weekend?", **asked)
     assert [r["id"] for r in body["results"]] == [weekend, earlier]
     assert body["named_time"] == {
-        "text": "last weekend",
+        "text": "the past weekend",
         "label": "weekend of 18 March 2023",
         "start": "2023-03-18",
         "end": "2023-03-20",

@@ -97,6 +97,13 @@ def test_a_question_names_a_time_resolved_against_when_it_is_asked(
     assert named is not None and (named.start.isoformat(), named.end.isoformat()) == (start, end)
 
 
+def test_the_named_time_keeps_the_question_s_own_words() -> None:
+    named = query_time("Which bike did I service the past weekend?", TUESDAY)
+    assert named is not None and (named.text, named.label) == ("the past weekend", "weekend of 18 March 2023")
+    last = query_time("What did I fix last weekend?", TUESDAY)
+    assert last is not None and last.text == "last weekend"
+
+
 @pytest.mark.parametrize(
     "question",
     [
