@@ -177,6 +177,14 @@ def metadata_object(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def enrichment_dates(metadata: Any) -> list[dict[str, Any]]:
+    """The relative dates enrichment resolved in a memory's words (`metadata.enrichment.dates`,
+    `{text, start, end, label}`; `metadata` as an object or its JSON)."""
+    run = metadata_object(metadata).get("enrichment")
+    dates = run.get("dates") if isinstance(run, dict) else None
+    return [d for d in dates if isinstance(d, dict)] if isinstance(dates, list) else []
+
+
 def memory_wire(record: MemoryRecord) -> dict[str, Any]:
     """The client-facing shape of a stored memory (`automem.schemas.Memory`): AutoMem's fields
     (`id`, `memory_id`, `content`, `tags`, `importance`, `metadata`, `timestamp`, ...) at the

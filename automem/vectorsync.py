@@ -10,7 +10,6 @@ a crash of either side loses nothing: the owner re-reads its pending entries at 
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from typing import Any
 import redis
 
 from automem.listing import WAITING_LIMIT, Order, listed_docs
-from automem.record import MemoryRecord
+from automem.record import MemoryRecord, enrichment_dates
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
 from automem.stores.vectors.base import Filter
@@ -364,18 +363,8 @@ def keyword_text(content: str | None, timestamp: str | None, metadata: Any = Non
 
 
 def date_labels(metadata: Any) -> list[str]:
-    """The labels of the relative dates enrichment resolved (`metadata.enrichment.dates`;
-    `metadata` as a dict or its JSON)."""
-    if isinstance(metadata, str):
-        try:
-            metadata = json.loads(metadata)
-        except ValueError:
-            return []
-    run = metadata.get("enrichment") if isinstance(metadata, dict) else None
-    dates = run.get("dates") if isinstance(run, dict) else None
-    if not isinstance(dates, list):
-        return []
-    return [str(d["label"]) for d in dates if isinstance(d, dict) and d.get("label")]
+    """The labels of the relative dates enrichment resolved (`metadata` as a dict or its JSON)."""
+    return [str(d["label"]) for d in enrichment_dates(metadata) if d.get("label")]
 
 
 def _payload_only(fields: dict[Any, Any]) -> bool:

@@ -171,13 +171,12 @@ class RecallEngine:
     def _named_time(self, q: RecallQuery, tally: Tally) -> Days | None:
         """The days of a time the query names (RECALL_NAMED_TIME), unless the request gives a
         window of its own, which filters instead; noted in the answer's `named_time`."""
-        given_window = q.time_query or q.start or q.end
-        if not q.query or given_window or q.sort != "score" or not self.svc.settings.recall_named_time:
+        if not q.query or q.gives_window or q.sort != "score" or not self.svc.settings.recall_named_time:
             return None
         named = query_time(q.query, q.reference_time or now_iso())
         if named is None:
             return None
-        tally.named_time = {"text": named.text, "label": named.label, **named.as_metadata()}
+        tally.named_time = named.as_metadata()
         return named.start, named.end
 
     def _search(

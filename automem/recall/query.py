@@ -184,6 +184,11 @@ class RecallQuery(_Body):
             out.append(canonical)
         return out
 
+    @property
+    def gives_window(self) -> bool:
+        """Whether the request gives a time window of its own (time_query, start or end)."""
+        return bool(self.time_query or self.start or self.end)
+
     @model_validator(mode="after")
     def _current_only_wins(self) -> RecallQuery:
         if self.current_only is not None:
@@ -194,7 +199,7 @@ class RecallQuery(_Body):
     def _sort_default(self) -> RecallQuery:
         # A time window without a query lists newest first, like AutoMem.
         if (
-            (self.time_query or self.start or self.end)
+            self.gives_window
             and not self.query
             and self.embedding is None
             and "sort" not in self.model_fields_set

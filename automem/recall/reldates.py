@@ -11,7 +11,7 @@ Phrases (case-insensitive; N = digits or one..twelve, "a"/"an" = 1):
 
 - `today`, `tonight`, `this morning|afternoon|evening` -> that day; `yesterday`, `last night`
   -> the day before; `tomorrow` -> the day after;
-- `last|previous week|month|year|weekend` -> the calendar unit before the memory's;
+- `last|previous week|month|year|weekend`, `the past weekend` -> the calendar unit before the memory's;
   `this week|month|year|weekend` -> the memory's own; `next ...` -> the one after;
 - `last|this past <weekday>` -> the latest such day before the memory's day; `next <weekday>`
   -> the first one after it;
@@ -22,19 +22,19 @@ Weeks start on Monday; a weekend is its Saturday and Sunday.
 
 The same phrases in a recall query (`query_time`) name when what it asks about happened: "which
 bike did I service last weekend?" asked on 2023-03-21 is about 18-19 March 2023. Only past or
-present phrases count there (a question is about what was said before it), and "the past
-weekend" means the last one.
+present phrases count there (a question is about what was said before it).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
 from automem.recall.timeparse import MONTHS, NUMBER_WORDS, WEEKDAYS, add_months
+from automem.record import enrichment_dates
 from automem.timeutil import parse_iso
 
 MAX_DATES = 8  # a memory naming more relative times than this is a log, not a story
@@ -49,6 +49,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("ahead", rf"in {_NUMBER} (?P<unit>day|week|month|year)s?"),
         ("weekday", rf"(?P<which>last|this past|next) (?P<weekday>{_WEEKDAY})"),
         ("unit", r"(?P<which>last|previous|this past|this|next) (?P<unit>week|weekend|month|year)"),
+        # "The past week" is a rolling week (as in time_query); the past weekend is the last one.
+        ("past_weekend", r"(?:the )?past weekend"),
     )
 )
 _DAY_OFFSETS = {"today": 0, "tonight": 0, "yesterday": -1, "last night": -1, "tomorrow": 1}
@@ -162,12 +164,18 @@ def _month_name(month: int) -> str:
     return max((name for name, number in MONTHS.items() if number == month), key=len).title()
 
 
-_RESOLVERS = {"day": _day, "ago": _ago, "ahead": _ahead, "weekday": _weekday, "unit": _unit}
+def _past_weekend(match: re.Match[str], today: date) -> tuple[date, date, str]:
+    return _weekend(today, -1)
 
 
-# "The past weekend" reads as the last one in a question ("the past week" is a rolling week there
-# and is not rewritten: timeparse gives it that meaning in time_query too).
-_PAST_WEEKEND = re.compile(r"\b(?:the )?past weekend\b", re.I)
+_RESOLVERS = {
+    "day": _day,
+    "ago": _ago,
+    "ahead": _ahead,
+    "weekday": _weekday,
+    "unit": _unit,
+    "past_weekend": _past_weekend,
+}
 
 
 def query_time(question: str, asked_at: str) -> Resolved | None:
@@ -175,26 +183,13 @@ def query_time(question: str, asked_at: str) -> Resolved | None:
     is asked (ISO 8601; days are UTC days, as memory timestamps are compared); None when it
     names none (future phrases such as "next week" are not counted)."""
     today = parse_iso(asked_at).date()
-    named = next(
-        (
-            found
-            for found in relative_dates(_PAST_WEEKEND.sub("last weekend", question), asked_at)
-            if found.start <= today
-        ),
-        None,
-    )
-    said = _PAST_WEEKEND.search(question)
-    if named is not None and said and named.text == "last weekend" and "last weekend" not in question.lower():
-        return replace(named, text=" ".join(said.group(0).lower().split()))  # the question's own words
-    return named
+    return next((found for found in relative_dates(question, asked_at) if found.start <= today), None)
 
 
 def content_spans(metadata: Mapping[str, Any]) -> list[tuple[date, date]]:
     """The [start, end) dates enrichment resolved in a memory's words (`metadata.enrichment.dates`)."""
-    run = metadata.get("enrichment")
-    found = run.get("dates") if isinstance(run, Mapping) else None
     spans: list[tuple[date, date]] = []
-    for item in found if isinstance(found, list) else []:
+    for item in enrichment_dates(metadata):
         try:
             spans.append((date.fromisoformat(item["start"]), date.fromisoformat(item["end"])))
         except (KeyError, TypeError, ValueError):

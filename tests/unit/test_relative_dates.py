@@ -19,6 +19,7 @@ SATURDAY = "2023-05-13T09:00:00Z"
     [
         ("We went camping last weekend.", MONDAY, "2023-05-06", "2023-05-08", "weekend of 6 May 2023"),
         ("Yesterday the deploy failed.", MONDAY, "2023-05-07", "2023-05-08", "7 May 2023"),
+        ("We hiked the past weekend.", MONDAY, "2023-05-06", "2023-05-08", "weekend of 6 May 2023"),
         ("Tonight we celebrate.", MONDAY, "2023-05-08", "2023-05-09", "8 May 2023"),
         ("I signed up two weeks ago.", MONDAY, "2023-04-24", "2023-05-01", "week of 24 April 2023"),
         ("Last Saturday was fun.", MONDAY, "2023-05-06", "2023-05-07", "6 May 2023"),
