@@ -91,8 +91,17 @@ def bench_command(args: argparse.Namespace) -> int:
     try:
         runpy.run_path(str(script), run_name="__main__")
     except SystemExit as exc:
-        return int(exc.code or 0)
+        return exit_status(exc)
     return 0
+
+
+def exit_status(exc: SystemExit) -> int:
+    """A benchmark's SystemExit as a status: a message (`SystemExit("automem serve exited ...")`)
+    is printed and fails the command, as the interpreter itself would."""
+    if isinstance(exc.code, str):
+        print(exc.code, file=sys.stderr)
+        return 1
+    return int(exc.code or 0)
 
 
 def add_doctor(sub: Subparsers) -> None:
