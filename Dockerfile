@@ -2,6 +2,9 @@
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
+# WordNet for enrichment's category words (WORDNET_DIR=/usr/share/wordnet).
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends wordnet-base \
+    && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md ./
 COPY automem ./automem
 COPY enrichment ./enrichment

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 # Bump when what enrichment derives changes: reconcile then re-enriches older memories. The
 # worker side stamps it on every memory it enriches (`enrichment.enrich`).
-ENRICHMENT_VERSION = 2
+ENRICHMENT_VERSION = 3
 # Memories per enrichment job: small enough to retry cheaply, large enough to amortise the queue.
 ENRICH_CHUNK = 50
 # The last re-embedding run, for GET /admin/reembed and the run's live progress: run (its id),

@@ -185,6 +185,14 @@ def enrichment_dates(metadata: Any) -> list[dict[str, Any]]:
     return [d for d in dates if isinstance(d, dict)] if isinstance(dates, list) else []
 
 
+def enrichment_categories(metadata: Any) -> list[str]:
+    """The category words enrichment found for a memory's nouns (`metadata.enrichment.categories`:
+    "musical instrument" for a violin; `metadata` as an object or its JSON)."""
+    run = metadata_object(metadata).get("enrichment")
+    words = run.get("categories") if isinstance(run, dict) else None
+    return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []
+
+
 def memory_wire(record: MemoryRecord) -> dict[str, Any]:
     """The client-facing shape of a stored memory (`automem.schemas.Memory`): AutoMem's fields
     (`id`, `memory_id`, `content`, `tags`, `importance`, `metadata`, `timestamp`, ...) at the

@@ -694,6 +694,16 @@ class Settings(BaseSettings):
     enrichment_summary_length: int = _setting(
         240, "ENRICHMENT_SUMMARY_LENGTH", "enrichment", "Characters of the short summary enrichment stores."
     )
+    wordnet_dir: str = _setting(
+        "/usr/share/wordnet",
+        "WORDNET_DIR",
+        "enrichment",
+        "Directory of a WordNet 3.0 database (index.noun, data.noun; Debian's and Ubuntu's "
+        "`wordnet-base` package installs /usr/share/wordnet). Enrichment adds the kinds of thing "
+        "a memory's nouns name (violin: stringed instrument, musical instrument; Spain: European "
+        "country) to its keyword document, so a question naming the category finds it "
+        "(`metadata.enrichment.categories`). Empty, or no database there: no category words.",
+    )
 
     # --- consolidation ------------------------------------------------------------------------
     consolidation_enabled: bool = _setting(

@@ -18,7 +18,7 @@ from typing import Any
 import redis
 
 from automem.listing import WAITING_LIMIT, Order, listed_docs
-from automem.record import MemoryRecord, enrichment_dates
+from automem.record import MemoryRecord, enrichment_categories, enrichment_dates
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
 from automem.stores.vectors.base import Filter
@@ -83,8 +83,9 @@ class VectorSync:
     def request(self, ids: Sequence[str], payload_only: bool = False) -> None:
         """Bring these memories' points up to date, here or through the owner. `payload_only`:
         the caller changed neither content, timestamp nor embedding (enrichment, classification,
-        consolidation), so only the payloads are rewritten: no embedding is read back from the
-        graph (parsing 384 floats a memory was most of the owner's work while enrichment ran)."""
+        consolidation), so the payloads and keyword vectors are rewritten and the dense vector
+        is kept: no embedding is read back from the graph (parsing 384 floats a memory was most
+        of the owner's work while enrichment ran)."""
         if not ids:
             return
         if self.vectors is not None:
@@ -107,9 +108,8 @@ class VectorSync:
         if purged:
             self.vectors.delete(purged)
         if payload_only:
-            points = [VectorPoint(id=d.id, vector=None, payload=payload_for(d)) for d in docs]
-            self.vectors.overwrite_payloads(points)
-            return len(points)
+            self.vectors.overwrite_payloads(self._points(docs))
+            return len(docs)
         return self._upsert(docs)
 
     def write_snapshots(self, docs: Sequence[MemoryRecord]) -> int:
@@ -124,8 +124,14 @@ class VectorSync:
 
     def _upsert(self, docs: Sequence[MemoryRecord]) -> int:
         assert self.vectors is not None
+        points = self._points(docs)
+        if points:
+            self.vectors.upsert(points)
+        return len(points)
+
+    def _points(self, docs: Sequence[MemoryRecord]) -> list[VectorPoint]:
         fields = self.keyword_fields(docs)
-        points = [
+        return [
             VectorPoint(
                 id=doc.id,
                 vector=list(doc.embedding) if doc.embedding else None,
@@ -135,13 +141,12 @@ class VectorSync:
             )
             for doc in docs
         ]
-        if points:
-            self.vectors.upsert(points)
-        return len(points)
 
     def keyword_fields(self, docs: Sequence[MemoryRecord]) -> dict[str, tuple[str, str]]:
-        """Each memory's keyword text and retrieval context (RETRIEVAL_CONTEXT_KEYWORDS: the
-        start of the memory it was embedded with; "" without one); one graph read at most."""
+        """Each memory's keyword text and its lower-weight second field: the retrieval context
+        (RETRIEVAL_CONTEXT_KEYWORDS: the start of the memory it was embedded with) and the
+        category words enrichment found (`metadata.enrichment.categories`); one graph read at
+        most."""
         follows = {d.id: d.embedding_context for d in docs if d.embedding_context}
         contexts: dict[str, str] = {}
         if self.context_chars > 0 and follows:
@@ -149,7 +154,11 @@ class VectorSync:
             found = {d.id: d.content[: self.context_chars] for d in self.graph.get_memories(wanted)}
             contexts = {i: found[source] for i, source in follows.items() if source in found}
         return {
-            d.id: (keyword_text(d.content, d.timestamp, d.metadata), contexts.get(d.id, "")) for d in docs
+            d.id: (
+                keyword_text(d.content, d.timestamp, d.metadata),
+                second_field(contexts.get(d.id, ""), d.metadata),
+            )
+            for d in docs
         }
 
     def audit(self, page: int = 1000, sample: int = 10) -> dict[str, Any]:
@@ -360,6 +369,12 @@ def keyword_text(content: str | None, timestamp: str | None, metadata: Any = Non
     except ValueError:
         return text
     return f"{text} {moment.day} {moment.strftime('%B')} {moment.year}"
+
+
+def second_field(context: str, metadata: Any) -> str:
+    """The keyword document's second field: the retrieval context, then the category words."""
+    categories = "; ".join(enrichment_categories(metadata))
+    return "\n".join(part for part in (context, categories) if part)
 
 
 def date_labels(metadata: Any) -> list[str]:

@@ -27,7 +27,8 @@ from automem.record import MemoryRecord
 from automem.services import Services
 from automem.tags import sequence_scope, tag_prefixes
 from automem.timeutil import now_iso
-from automem.vectorsync import date_labels
+from enrichment.categories import WordNet, category_words
+from enrichment.categories import load as load_wordnet
 from enrichment.context import current_services
 from enrichment.embedding import contexts_of
 from enrichment.entities import Entity, extract_entities
@@ -62,9 +63,11 @@ def derive(
     summary_length: int,
     summary: str | None = None,
     resolve: Resolver | None = None,
+    wordnet: WordNet | None = None,
 ) -> Enrichment:
     """The enrichment of `doc`; `summary` is an LLM summary when one was made, else rules;
-    `resolve` maps the names of merged entities to the entities they were merged into."""
+    `resolve` maps the names of merged entities to the entities they were merged into;
+    `wordnet`: category words for the keyword index (none without it)."""
     metadata = dict(doc.metadata)
     previous = metadata.get("enrichment") if isinstance(metadata.get("enrichment"), dict) else {}
     auto_before = set(previous.get("tags") or []) if previous else set()
@@ -87,6 +90,9 @@ def derive(
     dates = [d.as_metadata() for d in relative_dates(doc.content, doc.timestamp)]
     if dates:
         metadata["enrichment"]["dates"] = dates
+    categories = category_words(doc.content, wordnet) if wordnet is not None else []
+    if categories:
+        metadata["enrichment"]["categories"] = categories
     props = {
         "tags": tags,
         "tag_prefixes": tag_prefixes(tags),
@@ -212,6 +218,7 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
             max_tags=s.max_tags,
             summary_length=s.enrichment_summary_length,
             resolve=_resolver(svc, doc.tenant) if attempt else None,
+            wordnet=load_wordnet(s.wordnet_dir),
         )
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
@@ -235,9 +242,8 @@ def _after_enrichment(
         _refresh_retrieval_contexts(svc, moved)
     if doc.embedded:
         link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
-    # Tags and rev; the keyword text too when resolved dates changed (the vector is as it was).
-    dates_changed = date_labels(doc.metadata) != date_labels(plan.props["metadata"])
-    svc.sync.request([doc.id], payload_only=not dates_changed)
+    # Tags, rev and the keyword document (resolved dates, category words); the vector is as it was.
+    svc.sync.request([doc.id], payload_only=True)
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:

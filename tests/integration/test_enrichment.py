@@ -441,6 +441,21 @@ def test_relative_dates_are_resolved_and_searchable(api: Api, services: Services
     assert [h.id for h in hits][:1] == [camping]
 
 
+def test_category_words_find_a_memory_by_the_kind_of_thing_it_names(
+    api: Api, services: Services, jobs: Any
+) -> None:
+    violin = _store(api, "Melanie: I unwind by playing my violin after work.")
+    reading = _store(api, "Melanie: I unwind by reading after work.")
+    jobs()
+    memory = _memory(api, violin)
+    assert memory["content"] == "Melanie: I unwind by playing my violin after work."  # untouched
+    assert "stringed instrument" in memory["metadata"]["enrichment"]["categories"]
+    assert services.vectors is not None
+    hits = services.vectors.keyword_search("What instruments does Melanie play?", 5, with_payload=False)
+    assert [h.id for h in hits][:1] == [violin]
+    assert reading in {h.id for h in services.vectors.keyword_search("Melanie after work", 5)}
+
+
 def test_a_sequence_lock_is_kept_across_its_memories_and_freed_at_the_end(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -447,6 +447,35 @@ def test_overwrite_payloads_keeps_vectors_and_respects_the_rev_guard(store: Vect
     assert [h.id for h in store.keyword_search("alpha", 5)] == [uid(1)]  # the text index stayed
 
 
+def test_overwrite_payloads_replaces_the_keyword_vector_of_points_that_carry_text(store: VectorStore) -> None:
+    store.upsert(
+        [
+            VectorPoint(id=uid(1), vector=unit([1, 0, 0, 0]), payload={"rev": 2}, text="playing my violin"),
+            VectorPoint(id=uid(2), vector=unit([0, 1, 0, 0]), payload={"rev": 5}, text="reading a book"),
+        ]
+    )
+    store.overwrite_payloads(
+        [
+            VectorPoint(
+                id=uid(1),
+                vector=None,
+                payload={"rev": 3},
+                text="playing my violin",
+                context="stringed instrument",
+            ),
+            VectorPoint(id=uid(2), vector=None, payload={"rev": 4}, text="reading a stringed book"),  # older
+            VectorPoint(id=uid(9), vector=None, payload={"rev": 1}, text="a stringed ghost"),  # no point
+        ]
+    )
+    assert [h.id for h in store.keyword_search("stringed instrument", 5)] == [uid(1)]
+    assert [h.id for h in store.keyword_search("violin", 5)] == [uid(1)]  # its own words stayed
+    records = {r.id: r for r in store.retrieve([uid(1), uid(2), uid(9)], with_vectors=True)}
+    assert set(records) == {uid(1), uid(2)}
+    assert records[uid(1)].vector == pytest.approx(unit([1, 0, 0, 0]))  # the dense vector kept
+    assert records[uid(1)].payload["rev"] == 3
+    assert records[uid(2)].payload["rev"] == 5
+
+
 # --- concurrency and process ownership ------------------------------------------------------------
 def test_concurrent_writes_and_reads(store: VectorStore) -> None:
     errors: list[BaseException] = []

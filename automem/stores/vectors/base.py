@@ -200,8 +200,11 @@ class VectorStore(abc.ABC):
 
     @abc.abstractmethod
     def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
-        """Replace the payloads of existing points, keeping their vectors (`vector` and `text`
-        are ignored), under the same rev guard as `upsert`; a missing point stays missing."""
+        """Replace the payloads of existing points, and the keyword vector of those that carry
+        `text` (with `context`), keeping their dense vectors (`vector` is ignored), under the
+        same rev guard as `upsert`; a missing point stays missing. What enrichment changes (tags,
+        resolved dates, category words) reaches the keyword index without the dense vector
+        being read back from the graph."""
 
     @abc.abstractmethod
     def delete(self, ids: Sequence[str]) -> None:

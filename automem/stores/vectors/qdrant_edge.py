@@ -196,24 +196,45 @@ class EdgeVectorStore(VectorStore):
         if point.vector is not None:
             vectors[""] = list(point.vector)
         if point.text:
-            vectors[SPARSE_NAME] = self.encoder.document(point.text, point.context)
+            vectors.update(self._keyword_vector(point))
         return vectors
+
+    def _keyword_vector(self, point: VectorPoint) -> dict[str, Any]:
+        return {SPARSE_NAME: self.encoder.document(point.text or "", point.context)}
 
     def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
         if not points:
             return
-        operations = [
+        latest = latest_per_id(points)
+        payloads = [
             qe.UpdateOperation.overwrite_payload_by_filter(
                 qe.Filter(must=[qe.HasIdCondition({_uuid(p.id)}), _older_than(p.rev)]), p.payload
             )
-            for p in latest_per_id(points)
+            for p in latest
         ]
         with self._lock:
             shard = self._open_existing()
             if shard is None:
                 return
-            for operation in operations:
+            # Keyword vectors first: the payload's new rev would fail their guard. Edge refuses
+            # to update a missing point's vectors, so only stored points are asked.
+            for operation in self._keyword_updates(shard, [p for p in latest if p.text]):
                 shard.update(operation)
+            for operation in payloads:
+                shard.update(operation)
+
+    def _keyword_updates(self, shard: Any, points: Sequence[VectorPoint]) -> list[Any]:
+        if not points:
+            return []
+        found = shard.retrieve([_uuid(p.id) for p in points], with_payload=False, with_vector=False)
+        stored = {str(r.id) for r in found}
+        return [
+            qe.UpdateOperation.update_vectors(
+                [qe.PointVectors(_uuid(p.id), self._keyword_vector(p)) for p in group],
+                condition=_older_than(rev),
+            )
+            for rev, group in group_by_rev([p for p in points if str(_uuid(p.id)) in stored])
+        ]
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:

@@ -218,24 +218,45 @@ class QdrantVectorStore(VectorStore):
         if point.vector is not None:
             vectors[""] = list(point.vector)
         if point.text:
-            weights = self.encoder.document(point.text, point.context)
-            vectors[SPARSE_NAME] = qm.SparseVector(indices=list(weights.indices), values=list(weights.values))
+            vectors.update(self._keyword_vector(point))
         return vectors
 
     def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
-        operations: list[qm.UpdateOperation] = [
+        latest = latest_per_id(points)
+        # Keyword vectors first (the payload's new rev would fail their guard), only for stored
+        # points: updating a missing point's vectors is an error, where a payload filter is not.
+        operations: list[qm.UpdateOperation] = self._keyword_updates([p for p in latest if p.text])
+        operations += [
             qm.OverwritePayloadOperation(
                 overwrite_payload=qm.SetPayload(
                     payload=p.payload,
                     filter=qm.Filter(must=[qm.HasIdCondition(has_id=[_uuid(p.id)]), _older_than(p.rev)]),
                 )
             )
-            for p in latest_per_id(points)
+            for p in latest
         ]
         if operations:
             self._read_or(
                 None, lambda: self.client.batch_update_points(self.collection, operations, wait=True)
             )
+
+    def _keyword_updates(self, points: Sequence[VectorPoint]) -> list[qm.UpdateOperation]:
+        if not points:
+            return []
+        stored = {r.id for r in self.retrieve([p.id for p in points], fields=["rev"])}
+        return [
+            qm.UpdateVectorsOperation(
+                update_vectors=qm.UpdateVectors(
+                    points=[qm.PointVectors(id=_uuid(p.id), vector=self._keyword_vector(p)) for p in group],
+                    update_filter=_older_than(rev),
+                )
+            )
+            for rev, group in group_by_rev([p for p in points if _uuid(p.id) in stored])
+        ]
+
+    def _keyword_vector(self, point: VectorPoint) -> dict[str, Any]:
+        weights = self.encoder.document(point.text or "", point.context)
+        return {SPARSE_NAME: qm.SparseVector(indices=list(weights.indices), values=list(weights.values))}
 
     def delete(self, ids: Sequence[str]) -> None:
         if not ids:
