@@ -80,10 +80,12 @@ class WordNet:
         self._others = [_mapped(path) for path in others if path.is_file()]
         verb_exceptions = root / "verb.exc"
         self._verb_exceptions = _exceptions(verb_exceptions) if verb_exceptions.is_file() else {}
-        self.synset = lru_cache(maxsize=65536)(self._read_synset)
-        self.depth = lru_cache(maxsize=65536)(self._depth)
+        # A memory's words repeat across memories: each is looked up once per process.
+        self.first_sense = lru_cache(maxsize=1 << 17)(self._first_sense)
+        self.synset = lru_cache(maxsize=1 << 16)(self._read_synset)
+        self.depth = lru_cache(maxsize=1 << 16)(self._depth)
 
-    def first_sense(self, word: str) -> int | None:
+    def _first_sense(self, word: str) -> int | None:
         """The offset of the most frequent noun sense of `word` (any inflection), or None when
         `word` is no noun, or is more often a verb or an adjective (by the number of senses
         WordNet's tagged corpus saw of each: "play", "young", "cool" are left out)."""
