@@ -110,20 +110,10 @@ class WordNet:
         return most
 
     def _verb_lemmas(self, word: str) -> Iterable[str]:
-        yield word
-        if word in self._verb_exceptions:
-            yield self._verb_exceptions[word]
-        for suffix, ending in _VERB_ENDINGS:
-            if word.endswith(suffix) and len(word) > len(suffix) + 1:
-                yield word[: -len(suffix)] + ending
+        return _base_forms(word, self._verb_exceptions, _VERB_ENDINGS)
 
     def _lemmas(self, word: str) -> Iterable[str]:
-        yield word
-        if word in self._exceptions:
-            yield self._exceptions[word]
-        for suffix, ending in _PLURALS:
-            if word.endswith(suffix) and len(word) > len(suffix) + 1:
-                yield word[: -len(suffix)] + ending
+        return _base_forms(word, self._exceptions, _PLURALS)
 
     def _read_synset(self, offset: int) -> Synset:
         end = self._data.find(b"\n", offset)
@@ -214,6 +204,17 @@ def _kinds(wordnet: WordNet, offset: int, levels: int, min_depth: int) -> Iterab
                 yield kind
                 following.extend(wordnet.synset(kind).hypernyms)
         frontier = following
+
+
+def _base_forms(word: str, exceptions: dict[str, str], endings: tuple[tuple[str, str], ...]) -> Iterable[str]:
+    """`word` and the forms WordNet's morphology would try for it: an irregular form's base from
+    the exception list, then each regular ending replaced."""
+    yield word
+    if word in exceptions:
+        yield exceptions[word]
+    for suffix, ending in endings:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
+            yield word[: -len(suffix)] + ending
 
 
 def _line(index: mmap.mmap, lemma: str) -> list[bytes] | None:
