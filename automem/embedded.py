@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal, Protocol
@@ -57,6 +57,8 @@ LOADING_LOG_SECONDS = 30.0  # how often a start waiting for FalkorDB to load its
 TAIL_LINES = 20  # lines of a child's output kept for the report of a failed boot
 STOP_TIMEOUT = 20.0  # seconds each stage of the stop waits before it SIGKILLs what is left
 
+# Ports asked of the OS before giving up on one outside the ports to avoid.
+_PORT_TRIES = 100
 # Resolved once here, not in the forked child, where a dlopen() could deadlock on a lock another
 # thread of the supervisor (an output relay) held at fork time.
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
@@ -144,7 +146,18 @@ def python_argv() -> list[str]:
     return [sys.executable, "-P"]
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port(host: str = "127.0.0.1", avoid: Collection[int] = ()) -> int:
+    """A port free on `host` now and not one of `avoid`: ports this service's other processes
+    were told to bind but may not have bound yet (the API's, when it is an ephemeral port a
+    launcher picked the same way: FalkorDB once took it, and the API could not start)."""
+    for _ in range(_PORT_TRIES):
+        port = _ephemeral_port(host)
+        if port not in avoid:
+            return port
+    raise OSError(f"no free port on {host} outside {sorted(avoid)} after {_PORT_TRIES} tries")
+
+
+def _ephemeral_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
@@ -185,6 +198,7 @@ class EmbeddedFalkorDB:
     data_dir: Path
     appendfsync: str = "no"  # see AUTOMEM_FALKORDB_APPENDFSYNC
     port: int = 0
+    avoid_ports: tuple[int, ...] = ()  # the API's port: a port picked for FalkorDB is never one of them
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)
     started_at: float = field(default=0.0, init=False)
@@ -235,7 +249,7 @@ class EmbeddedFalkorDB:
         """Start the server and wait until it answers (or `cancelled()`: a stop was requested)."""
         (self.data_dir / "falkordb").mkdir(parents=True, exist_ok=True)
         self.password = _read_or_create_secret(self.data_dir / "falkordb.secret")
-        self.port = self.port or free_port()
+        self.port = self.port or free_port(avoid=self.avoid_ports)
         self.process = _popen(self.command())
         self.relay = OutputRelay("falkordb", self.process.stdout)
         self.started_at = time.monotonic()
@@ -430,7 +444,9 @@ class Supervisor:
         self.settings = settings
         self.host = host
         self.port = port
-        self.falkordb = EmbeddedFalkorDB(Path(settings.data_dir), settings.falkordb_appendfsync)
+        self.falkordb = EmbeddedFalkorDB(
+            Path(settings.data_dir), settings.falkordb_appendfsync, avoid_ports=(port,)
+        )
         self.api = Child("api", api_command(settings, host, port), "the API (gunicorn)")
         self.workers = [
             Child(f"worker-{n}", worker_command(), f"worker-{n} (automem worker)") for n in range(workers)

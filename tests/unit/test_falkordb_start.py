@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 import pytest
 
+from automem import embedded
 from automem.embedded import EmbeddedFalkorDB
 from automem.errors import ConfigurationError
 
@@ -105,3 +106,21 @@ def test_a_stop_requested_while_loading_ends_the_wait(loading_server: LoadingSer
     asked = time.monotonic() + 0.4
     db._wait_ready(timeout=0.1, cancelled=lambda: time.monotonic() > asked)
     assert time.monotonic() < loading_server.ready_at
+
+
+def test_a_port_picked_for_falkordb_is_never_the_apis(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The OS hands out the API's ephemeral port again (a launcher picked it the same way and
+    # the API has not bound it yet): the pick asks again instead of taking it.
+    offered = iter([41001, 41001, 41002])
+    monkeypatch.setattr(embedded, "_ephemeral_port", lambda host: next(offered))
+    assert embedded.free_port(avoid=(41001,)) == 41002
+    monkeypatch.setattr(embedded, "_ephemeral_port", lambda host: 41001)
+    with pytest.raises(OSError, match="no free port"):
+        embedded.free_port(avoid=(41001,))
+
+
+def test_the_supervisor_tells_falkordb_to_avoid_the_api_port(tmp_path: Path) -> None:
+    from automem.settings import Settings
+
+    supervisor = embedded.Supervisor(Settings(data_dir=str(tmp_path)), "127.0.0.1", 41001, workers=0)
+    assert supervisor.falkordb.avoid_ports == (41001,)
