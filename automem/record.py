@@ -187,7 +187,7 @@ def enrichment_dates(metadata: Any) -> list[dict[str, Any]]:
 
 def enrichment_categories(metadata: Any) -> list[str]:
     """The category words enrichment found for a memory's nouns (`metadata.enrichment.categories`:
-    "musical instrument" for a violin; `metadata` as an object or its JSON)."""
+    "stringed instrument" for a violin; `metadata` as an object or its JSON)."""
     run = metadata_object(metadata).get("enrichment")
     words = run.get("categories") if isinstance(run, dict) else None
     return [w for w in words if isinstance(w, str)] if isinstance(words, list) else []

@@ -700,7 +700,7 @@ class Settings(BaseSettings):
         "enrichment",
         "Directory of a WordNet 3.0 database (index.noun, data.noun; Debian's and Ubuntu's "
         "`wordnet-base` package installs /usr/share/wordnet). Enrichment adds the kinds of thing "
-        "a memory's nouns name (violin: stringed instrument, musical instrument; Spain: European "
+        "a memory's nouns name (violin: bowed stringed instrument, stringed instrument; Spain: European "
         "country) to its keyword document, so a question naming the category finds it "
         "(`metadata.enrichment.categories`). Empty, or no database there: no category words.",
     )

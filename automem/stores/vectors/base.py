@@ -118,7 +118,8 @@ def _as_number(value: Any) -> float | None:
 @dataclass(frozen=True)
 class VectorPoint:
     """One memory: its dense vector (None until embedded), the text its keyword index holds and
-    the retrieval context indexed beside it at a lower weight (bm25.OWN_WORDS_WEIGHT)."""
+    the second field indexed beside it at a lower weight (bm25.OWN_WORDS_WEIGHT): the retrieval
+    context and the category words (vectorsync.second_field)."""
 
     id: str
     vector: list[float] | None
