@@ -188,8 +188,13 @@ def _senses(text: str, wordnet: WordNet) -> Iterable[int]:
 
 
 def _starts_sentence(text: str, at: int) -> bool:
-    before = text[:at].rstrip(" \t\"'(")
-    return not before or before[-1] in ".!?:;\n"
+    """Whether the word at `at` opens a sentence: the last character before it, spaces, quotes
+    and brackets aside, ends one (or there is none). Read backwards from the word, not by
+    copying the text before it, which made a long memory's capitalised words quadratic."""
+    i = at - 1
+    while i >= 0 and text[i] in " \t\"'(":
+        i -= 1
+    return i < 0 or text[i] in ".!?:;\n"
 
 
 def _kinds(wordnet: WordNet, offset: int, levels: int, min_depth: int) -> Iterable[int]:
