@@ -10,7 +10,10 @@ domain:
 - a choice between two options after a comma: "..., the A or the B?" -> A, B;
 - a comparison: "A, compared to B" / "A compared with B" / "A versus B" -> A, B;
 - two events in order, in a question about their order or the time between them ("Did/Was/
-  ... A before/after B?", "How long/many days/weeks/months ... A before/after B?") -> A, B;
+  ... A before/after B?", "How long/many days/weeks/months ... A before/after B?") -> A, B,
+  without the words that ask ("How many days did it take for me to find a flat after I moved?"
+  -> "find a flat", "I moved"): they describe neither event, and a part searched with them
+  resembles every memory that talks about days or taking;
 - two people doing the same thing: "Name1 and Name2 both ..." / "both Name1 and Name2 ..." ->
   the question once with each name.
 
@@ -28,6 +31,12 @@ _COMPARED = re.compile(r"^(?P<a>.+?),?\s+(?:compared (?:to|with)|versus|vs\.?)\s
 _ORDERED = re.compile(
     r"^(?P<a>(?:did|was|were|is|are|has|had|have|do|does|how (?:long|many (?:days|weeks|months|years)))\b.+?)"
     r"\s+(?:before|after)\s+(?P<b>.+?)\s*\??\s*$",
+    re.I,
+)
+# What asks, not what happened: the question's lead before the first of two ordered events.
+_LEAD = re.compile(
+    r"^(?:how (?:long|many \w+)\s+)?(?:did|was|were|is|are|has|had|have|do|does)\s+"
+    r"(?:it\s+take\s+(?:(?:for\s+)?(?:me|us|you|him|her|them)\s+)?to\s+)?",
     re.I,
 )
 _NAME = r"[A-Z][\w'\u2019-]*"
@@ -72,7 +81,7 @@ def _ordered(question: str) -> list[str] | None:
     match = _ORDERED.match(question)
     if match is None:
         return None
-    return [_clean(match["a"]), _clean(match["b"])]
+    return [_clean(_LEAD.sub("", match["a"], count=1)), _clean(match["b"])]
 
 
 def _both(question: str) -> list[str] | None:

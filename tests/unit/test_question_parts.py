@@ -26,11 +26,19 @@ from automem.recall.split import question_parts
         ),
         (
             "Did the schema migration finish before the quarterly audit started?",
-            ["Did the schema migration finish", "the quarterly audit started"],
+            ["the schema migration finish", "the quarterly audit started"],
         ),
         (
             "How many days did the rollout take after the security review approved it?",
-            ["How many days did the rollout take", "the security review approved it"],
+            ["the rollout take", "the security review approved it"],
+        ),
+        (
+            "How many weeks did it take for us to ship the installer after the beta started?",
+            ["ship the installer", "the beta started"],
+        ),
+        (
+            "How long had Priya been on call before the pager moved to Tomas?",
+            ["Priya been on call", "the pager moved to Tomas"],
         ),
         (
             "Which editor do Priya and Tomas both use?",
