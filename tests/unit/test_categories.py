@@ -57,6 +57,22 @@ def test_two_word_names_are_looked_up_whole(wordnet: WordNet) -> None:
     assert "self-defense" in category_words("She studies martial arts.", wordnet)
 
 
+def test_every_index_line_is_found_by_its_lemma(wordnet: WordNet) -> None:
+    # The offset table against a plain reading of the file: each lemma's own line, nothing for
+    # a word that has none, and each multi-word lemma's first word among the pair starts (a
+    # pair is looked up only then).
+    lines = [
+        line.split()
+        for line in (Path(WORDNET_DIR) / "index.noun").read_bytes().splitlines()
+        if not line.startswith(b"  ")
+    ]
+    index = wordnet._index
+    assert all(index.fields(fields[0].decode()) == fields for fields in lines)
+    assert index.fields("violinx") is None and index.fields("") is None
+    assert all(f[0].decode().split("_")[0] in wordnet.pair_starts for f in lines if b"_" in f[0])
+    assert "my" not in wordnet.pair_starts and "martial" in wordnet.pair_starts
+
+
 def test_a_load_without_a_database_is_off(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert load(str(tmp_path)) is None
