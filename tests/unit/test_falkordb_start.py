@@ -19,6 +19,7 @@ import pytest
 from automem import embedded
 from automem.embedded import EmbeddedFalkorDB
 from automem.errors import ConfigurationError
+from automem.settings import Settings
 
 
 class LoadingServer:
@@ -120,7 +121,5 @@ def test_a_port_picked_for_falkordb_is_never_the_apis(monkeypatch: pytest.Monkey
 
 
 def test_the_supervisor_tells_falkordb_to_avoid_the_api_port(tmp_path: Path) -> None:
-    from automem.settings import Settings
-
     supervisor = embedded.Supervisor(Settings(data_dir=str(tmp_path)), "127.0.0.1", 41001, workers=0)
     assert supervisor.falkordb.avoid_ports == (41001,)
