@@ -30,7 +30,7 @@ from automem.recall.entity_link import (
     admit_linked,
     query_slugs,
 )
-from automem.recall.expansion import SeedReads, expand, seed_relevance, start_reads
+from automem.recall.expansion import expand
 from automem.recall.fusion import (
     Candidate,
     CandidatePool,
@@ -131,7 +131,6 @@ class RecallEngine:
         entities = admit_linked(pool, linked)
         tally.linked = [{"name": e.name, "kind": e.kind, "mentions": e.mentions} for e in linked]
         when = None if listing else self._named_time(q, tally)
-        started = None if listing else self._start_expansion(pool, flt, q)
         with timer.stage("hydrate"):
             self._hydrate(pool, flt, None if listing else q, entities, when)
         edges: dict[str, list[dict[str, Any]]] = {}
@@ -148,7 +147,6 @@ class RecallEngine:
                     entities,
                     self.svc.settings.recall_episode_hops,
                     when,
-                    started,
                 )
         if q.state_mode == "current":
             with timer.stage("state"):
@@ -333,14 +331,6 @@ class RecallEngine:
             docs = self.svc.graph.list_memories(flt, order, fetch)
         for doc in docs:
             pool.get(doc.id).doc = doc
-
-    def _start_expansion(self, pool: CandidatePool, flt: RecallFilter, q: RecallQuery) -> SeedReads | None:
-        """The expansion's graph reads of the current seeds, started so that they run while the
-        candidates are hydrated (`expand` checks that hydration kept those seeds)."""
-        if q.expansion_limit == 0 or not len(pool):
-            return None
-        hops = self.svc.settings.recall_episode_hops
-        return start_reads(self.svc.graph, seed_relevance(pool), flt, q, self.pool, hops)
 
     def _hydrate(
         self,

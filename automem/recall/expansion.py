@@ -28,8 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from automem.recall.fusion import SEEDS, Candidate, CandidatePool, Days, reachable_floor
 from automem.recall.query import RecallQuery
@@ -48,7 +47,6 @@ EPISODE_SEEDS = 5
 
 Offers = dict[str, tuple[float, list[dict[str, Any]]]]  # neighbour -> (inherited relevance, paths)
 Hydrate = Callable[[list[str]], dict[str, MemoryRecord]]  # ids -> memories read from the graph
-R = TypeVar("R")
 
 
 class LinkReads(Protocol):
@@ -69,46 +67,6 @@ class LinkReads(Protocol):
     ) -> list[tuple[str, str, int]]: ...
 
 
-@dataclass(frozen=True)
-class SeedReads:
-    """The graph reads of one set of seeds, running: typed edges, entity offers, episode offers."""
-
-    seeds: tuple[tuple[str, float], ...]  # (id, relevance), best first
-    edges: Future[dict[str, list[dict[str, Any]]]] | None
-    entities: Future[Offers] | None
-    episode: Future[Offers] | None
-
-
-def seed_relevance(pool: CandidatePool) -> dict[str, float]:
-    """The expansion's seeds: the best SEEDS candidates by relevance, best first."""
-    seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
-    return {s.id: s.components.get("relevance", 0.0) for s in seeds}
-
-
-def start_reads(
-    graph: LinkReads,
-    relevance_of: dict[str, float],
-    flt: RecallFilter,
-    q: RecallQuery,
-    executor: Executor | None = None,
-    episode_hops: int = 1,
-) -> SeedReads:
-    """Start the seeds' link reads. Recall starts them before the candidates' memories are read
-    (the reads need only the seeds' ids), so with an `executor` they run while it hydrates;
-    `expand` uses them when hydration left the same seeds (it drops only candidates that are
-    gone or outside the filter), and reads again otherwise."""
-    entities = episode = edges = None
-    if q.expand_entities:
-        entity_seeds = dict(list(relevance_of.items())[:ENTITY_SEEDS])
-        entities = _submit(executor, _entity_offers, graph, entity_seeds, flt)
-    if q.expand_relations and episode_hops > 1:
-        episode_seeds = dict(list(relevance_of.items())[:EPISODE_SEEDS])
-        episode = _submit(executor, _episode_offers, graph, episode_seeds, episode_hops)
-    if q.expand_relations and q.relation_limit > 0:
-        edges = _submit(executor, graph.edges_of, list(relevance_of), MEMORY_LINKS, q.relation_limit)
-    return SeedReads(tuple(relevance_of.items()), edges, entities, episode)
-
-
 def expand(
     graph: LinkReads,
     pool: CandidatePool,
@@ -120,41 +78,45 @@ def expand(
     entities: Mapping[str, float] | None = None,
     episode_hops: int = 1,
     when: Days | None = None,
-    started: SeedReads | None = None,
 ) -> int:
     """Admit the seeds' neighbours; the seeds' edges are left in `edge_cache` (the relations
-    stage reuses them). With an `executor`, typed edges, entity links and the episode chain are
-    read at once; `started` are reads begun earlier (`start_reads`), used if their seeds are
-    still the seeds. `episode_hops` > 1 follows the sequence chain that far (see _episode_offers)."""
+    stage reuses them). With an `executor`, entity links and the episode chain are read while
+    typed edges are. `episode_hops` > 1 follows the sequence chain that far (see _episode_offers)."""
     if q.expansion_limit == 0 or not len(pool):
         return 0
-    relevance_of = seed_relevance(pool)
-    reads = started
-    if reads is None or reads.seeds != tuple(relevance_of.items()):
-        reads = start_reads(graph, relevance_of, flt, q, executor, episode_hops)
+    seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
+    relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
     floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities, when)
     offers: Offers = {}
-    if reads.edges is not None:
-        edges = reads.edges.result()
+    entity_offers: Future[Offers] | None = None
+    if q.expand_entities:
+        entity_seeds = dict(list(relevance_of.items())[:ENTITY_SEEDS])
+        entity_offers = _submit(executor, _entity_offers, graph, entity_seeds, flt)
+    episode: Future[Offers] | None = None
+    if q.expand_relations and episode_hops > 1:
+        episode_seeds = dict(list(relevance_of.items())[:EPISODE_SEEDS])
+        episode = _submit(executor, _episode_offers, graph, episode_seeds, episode_hops)
+    if q.expand_relations and q.relation_limit > 0:
+        edges = graph.edges_of(list(relevance_of), MEMORY_LINKS, q.relation_limit)
         if edge_cache is not None:
             edge_cache.update(edges)
             edge_cache.update({seed: [] for seed in relevance_of if seed not in edges})
         linked = _above(_edge_offers(relevance_of, edges, q.expand_min_strength), floor)
         _damp_hubs(linked, {e["id"]: e["degree"] for found in edges.values() for e in found})
         _merge(offers, linked)
-    for found in (reads.entities, reads.episode):
+    for found in (entity_offers, episode):
         if found is not None:
             _merge(offers, _above(found.result(), floor))
     return _admit(pool, _above(offers, floor), flt, q, hydrate)
 
 
-def _submit(executor: Executor | None, fn: Callable[..., R], *args: Any) -> Future[R]:
+def _submit(executor: Executor | None, fn: Callable[..., Offers], *args: Any) -> Future[Offers]:
     return executor.submit(fn, *args) if executor is not None else _done(fn(*args))
 
 
-def _done(result: R) -> Future[R]:
-    future: Future[R] = Future()
-    future.set_result(result)
+def _done(offers: Offers) -> Future[Offers]:
+    future: Future[Offers] = Future()
+    future.set_result(offers)
     return future
 
 

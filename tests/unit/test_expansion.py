@@ -6,8 +6,6 @@ import itertools
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from automem.recall.expansion import (
     AUTHORED_WEIGHT,
@@ -16,8 +14,6 @@ from automem.recall.expansion import (
     HUB_DEGREE,
     LINK_WEIGHTS,
     expand,
-    seed_relevance,
-    start_reads,
 )
 from automem.recall.fusion import CandidatePool
 from tests.unit.recall_doubles import TinyGraph, memory, query, scope
@@ -144,57 +140,3 @@ def test_one_hop_and_the_untagged_stream_keep_to_the_direct_neighbours() -> None
         pool = seeded(graph, {"t2": 0.5})
         expand(graph, pool, scope(), query(), graph.hydrate, {}, None, None, hops)
         assert set(pool.by_id) == {"t1", "t2", "t3"}
-
-
-def test_reads_started_for_the_seeds_are_used_and_read_again_when_the_seeds_changed() -> None:
-    graph = TinyGraph().add(memory("s"), memory("t"), memory("n"), memory("m"))
-    graph.link("n", "s", "PRECEDED_BY").link("m", "t", "PRECEDED_BY")
-    pool = seeded(graph, {"s": 0.8, "t": 0.6})
-    started = start_reads(graph, seed_relevance(pool), scope(), query())
-    graph.reads.clear()
-    expand(graph, pool, scope(), query(), graph.hydrate, {}, started=started)
-    assert "edges_of" not in graph.reads
-    assert {"n", "m"} <= set(pool.by_id)
-
-    pool = seeded(graph, {"s": 0.8, "t": 0.6})
-    started = start_reads(graph, seed_relevance(pool), scope(), query())
-    del pool.by_id["t"]  # hydration found it gone: t is no seed any more
-    graph.reads.clear()
-    expand(graph, pool, scope(), query(), graph.hydrate, {}, started=started)
-    assert graph.reads.count("edges_of") == 1
-    assert "n" in pool.by_id and "m" not in pool.by_id
-
-
-_IDS = [f"m{i}" for i in range(14)]
-_TYPES = [*LINK_WEIGHTS, "RELATES_TO"]
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    links=st.lists(
-        st.tuples(st.sampled_from(_IDS), st.sampled_from(_IDS), st.sampled_from(_TYPES)),
-        max_size=30,
-    ),
-    relevance=st.dictionaries(st.sampled_from(_IDS), st.floats(0.01, 1.0), min_size=1, max_size=12),
-    dropped=st.sets(st.sampled_from(_IDS), max_size=3),
-)
-def test_starting_the_reads_early_never_changes_what_expansion_admits(
-    links: list[tuple[str, str, str]], relevance: dict[str, float], dropped: set[str]
-) -> None:
-    """Reads started before hydration, which then drops some candidates, leave the same pool as
-    reads made after it."""
-    graph = TinyGraph().add(*(memory(i, seq_scope="chat") for i in _IDS))
-    for a, b, rel in links:
-        if a != b:
-            graph.link(a, b, rel)
-    outcomes = []
-    for early in (False, True):
-        pool = seeded(graph, relevance)
-        started = start_reads(graph, seed_relevance(pool), scope(), query(), None, 3) if early else None
-        for memory_id in dropped:
-            pool.by_id.pop(memory_id, None)
-        edges: dict[str, list[dict[str, object]]] = {}
-        admitted = expand(graph, pool, scope(), query(), graph.hydrate, edges, None, None, 3, None, started)
-        state = {c.id: (c.expanded, c.expanded_from) for c in pool.values()}
-        outcomes.append((admitted, state, edges))
-    assert outcomes[0] == outcomes[1]
