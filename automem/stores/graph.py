@@ -27,7 +27,14 @@ from automem.relations import SUPERSEDING
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
-from automem.stores.graph_lifecycle import TIME_KEY, VECTOR_LABEL, LifecycleQueries, epoch_us, with_time_key
+from automem.stores.graph_lifecycle import (
+    TIME_KEY,
+    VECTOR_LABEL,
+    VECTOR_LINK,
+    LifecycleQueries,
+    epoch_us,
+    with_time_key,
+)
 from automem.stores.graph_tenants import TenantQueries
 from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
@@ -120,7 +127,8 @@ _RECORD_EVENT = """
 _REPLACE_EMBEDDING = f"""
         WITH *
         FOREACH (_ IN CASE WHEN {{when}} THEN [1] ELSE [] END |
-            MERGE (v:{VECTOR_LABEL} {{{{id: m.id}}}}) SET v.tenant = m.tenant, v.embedding = null)
+            MERGE (v:{VECTOR_LABEL} {{{{id: m.id}}}}) SET v.tenant = m.tenant, v.embedding = null
+            MERGE (m)-[:{VECTOR_LINK}]->(v))
         WITH *
         FOREACH (_ IN CASE WHEN {{when}} THEN [1] ELSE [] END |
             MERGE (v:{VECTOR_LABEL} {{{{id: m.id}}}}) SET v.embedding = vecf32({{value}}))
@@ -128,7 +136,7 @@ _REPLACE_EMBEDDING = f"""
 # A new memory's vector node, inside the FOREACH that creates the memory from row `r`.
 _CREATE_VECTOR = f"""
             FOREACH (__ IN CASE WHEN r.embedding IS NULL THEN [] ELSE [1] END |
-                CREATE (v:{VECTOR_LABEL} {{id: r.props.id, tenant: r.props.tenant}})
+                CREATE (m)-[:{VECTOR_LINK}]->(v:{VECTOR_LABEL} {{id: r.props.id, tenant: r.props.tenant}})
                 SET v.embedding = vecf32(r.embedding))
 """
 
@@ -288,6 +296,7 @@ class GraphStore(
                     self._create_index(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
         self._ensure_unique_keys()
         self._move_embeddings_to_vector_nodes(existing)
+        self._link_vector_nodes()
         self._add_time_keys()
         if dimension:
             self._ensure_vector_index(dimension, existing)
@@ -343,6 +352,7 @@ class GraphStore(
             WITH m LIMIT {MIGRATION_PAGE}
             MERGE (v:{VECTOR_LABEL} {{id: m.id}})
             SET v.tenant = m.tenant, v.embedding = m.embedding, m.embedding = null
+            MERGE (m)-[:{VECTOR_LINK}]->(v)
             RETURN count(m)
             """
             page = int(self._query(cypher).result_set[0][0])
@@ -357,6 +367,34 @@ class GraphStore(
                 raise
         log.info("moved %d embeddings to their own nodes", moved)
         return moved
+
+    def _link_vector_nodes(self) -> int:
+        """Migrate a store written before VECTOR_LINK: link each vector node to its memory, a
+        page of ids at a time. Returns the links made."""
+        unlinked = f"MATCH (v:{VECTOR_LABEL}) WHERE indegree(v, '{VECTOR_LINK}') = 0 RETURN v.id LIMIT 1"
+        if not self._ro(unlinked):
+            return 0
+        done, after = 0, ""
+        while True:
+            page = self._ro(
+                f"MATCH (v:{VECTOR_LABEL}) WHERE v.id > $after RETURN v.id, indegree(v, '{VECTOR_LINK}') "
+                "ORDER BY v.id LIMIT $n",
+                {"after": after, "n": MIGRATION_PAGE},
+            )
+            if not page:
+                log.info("linked %d vector nodes to their memories", done)
+                return done
+            ids = [i for i, links in page if not links]
+            if ids:
+                cypher = f"""
+                UNWIND $ids AS i
+                MATCH (v:{VECTOR_LABEL} {{id: i}})
+                MATCH (m:Memory {{id: i}})
+                MERGE (m)-[:{VECTOR_LINK}]->(v)
+                RETURN count(v)
+                """
+                done += int(self._query(cypher, {"ids": ids}).result_set[0][0])
+            after = str(page[-1][0])
 
     def _add_time_keys(self) -> int:
         """Migrate a store written before TIME_KEY: set it on every memory with a timestamp, a
@@ -1029,7 +1067,7 @@ class GraphStore(
         cypher = f"""
         CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $k, vecf32($vector)) YIELD node, score
         WHERE node.tenant = $f_tenant
-        MATCH (hit:Memory {{id: node.id}})
+        MATCH (node)<-[:{VECTOR_LINK}]-(hit:Memory)
         WITH hit AS m, score
         WHERE {where}
         RETURN m.id, 1.0 - score ORDER BY score ASC LIMIT $limit
@@ -1051,7 +1089,7 @@ class GraphStore(
         CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $fetch, mv.embedding) YIELD node, score
         WITH mv, node, 1.0 - score AS similarity
         WHERE node.id <> mv.id AND node.tenant = mv.tenant AND similarity >= $min
-        MATCH (other:Memory {{id: node.id}}) WHERE other.state = 'active'
+        MATCH (node)<-[:{VECTOR_LINK}]-(other:Memory) WHERE other.state = 'active'
         RETURN other.id, similarity ORDER BY similarity DESC LIMIT $k
         """
         params = {"id": memory_id, "fetch": k * 2 + 1, "k": k, "min": min_similarity}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from automem.stores.graph_lifecycle import VECTOR_LABEL
+from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK
 
 
 class TenantQueries:
@@ -39,9 +39,9 @@ class TenantQueries:
     def erase_memories(self, tenant: str, ids: Sequence[str]) -> dict[str, int]:
         """Delete these memories of `tenant` with their edges and history events: nothing of
         them is left (unlike a purge, no tombstone)."""
-        cypher = """
+        cypher = f"""
         MATCH (m:Memory) WHERE m.id IN $ids AND m.tenant = $tenant
-        OPTIONAL MATCH (m)-[r]-()
+        OPTIONAL MATCH (m)-[r]-() WHERE type(r) <> '{VECTOR_LINK}'
         WITH m, count(r) AS edges
         WITH collect(m) AS nodes, sum(edges) AS edges
         FOREACH (n IN nodes | DETACH DELETE n)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from automem.stores.graph_lifecycle import checked_name
+from automem.stores.graph_lifecycle import VECTOR_LINK, checked_name
 
 _ACTIVE = "m.tenant = $tenant AND m.state = 'active'"
 
@@ -68,7 +68,7 @@ class ViewQueries:
         cypher = f"""
         MATCH (m:Memory) WHERE {_ACTIVE}
         RETURN count(m), sum(CASE WHEN {where} THEN 1 ELSE 0 END),
-               sum(outdegree(m)) - sum(outdegree(m, 'MENTIONS'))
+               sum(outdegree(m)) - sum(outdegree(m, 'MENTIONS')) - sum(outdegree(m, '{VECTOR_LINK}'))
         """
         rows = self._ro(cypher, {**params, "tenant": flt.tenant})
         total, matching, edges = (int(v or 0) for v in rows[0]) if rows else (0, 0, 0)

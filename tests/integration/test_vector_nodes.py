@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from automem.services import Services
-from automem.stores.graph_lifecycle import VECTOR_LABEL
+from automem.stores.graph import GraphStore
+from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import now_iso
 from tests.conftest import ADMIN_TOKEN, Api
@@ -16,6 +17,13 @@ from tests.conftest import ADMIN_TOKEN, Api
 def _vector_nodes(services: Services) -> dict[str, Any]:
     rows = services.graph._ro(f"MATCH (v:{VECTOR_LABEL}) RETURN v.id, v.tenant, v.embedding")
     return {i: (tenant, embedding) for i, tenant, embedding in rows}
+
+
+def _links(graph: GraphStore) -> list[tuple[str, str]]:
+    """(memory id, vector node id) of every VECTOR_LINK edge."""
+    rows = graph._ro(f"MATCH (m)-[:{VECTOR_LINK}]->(v) RETURN m.id, v.id, labels(m)[0], labels(v)[0]")
+    assert all(a == "Memory" and b == VECTOR_LABEL for _, _, a, b in rows)
+    return sorted((m, v) for m, v, _, _ in rows)
 
 
 def _store(api: Api, content: str, **fields: Any) -> str:
@@ -49,6 +57,8 @@ def test_each_embedded_memory_has_one_vector_node_and_none_on_itself(
     assert len(nodes) == 2 and nodes[given][1][2] == 1.0 and nodes[given][1][1] == 0.0
     (record,) = services.graph.get_memories([given], with_embedding=True)
     assert record.embedding is not None and record.embedding[2] == 1.0
+    # Each memory reaches its vector node along one edge, whichever way the vector came.
+    assert _links(services.graph) == sorted((i, i) for i in (given, computed))
 
 
 def test_the_vector_node_goes_with_its_memory(api: Api, services: Services, jobs: Any) -> None:
@@ -95,3 +105,39 @@ def test_a_store_of_the_older_layout_is_migrated(api: Api, services: Services, j
     assert ("Memory", "vector", "embedding") not in graph._existing_indexes()
     everything = RecallFilter(tenant="default", now=now_iso())
     assert graph.nearest(_unit(dimension, 2), 10, everything, 1)[0][0] == ids[2]
+
+
+def test_a_store_without_links_to_its_vector_nodes_is_linked(api: Api, services: Services, jobs: Any) -> None:
+    """A store written before VECTOR_LINK gets the edges when the schema is ensured, and the
+    vector search, which follows them, finds its memories after."""
+    dimension = services.embedder.dimension
+    ids = [
+        _store(api, f"A memory from before the links {n}", embedding=_unit(dimension, n)) for n in range(3)
+    ]
+    graph = services.graph
+    graph._query(f"MATCH ()-[r:{VECTOR_LINK}]->() DELETE r")
+    everything = RecallFilter(tenant="default", now=now_iso())
+    assert graph.nearest(_unit(dimension, 2), 10, everything, 1) == []
+    graph.ensure_schema(dimension)
+    assert _links(graph) == sorted((i, i) for i in ids)
+    assert graph._link_vector_nodes() == 0  # nothing left to link
+    assert graph.nearest(_unit(dimension, 2), 10, everything, 1)[0][0] == ids[2]
+
+
+def test_restored_memories_are_linked_and_backups_leave_the_links_out(
+    api: Api, services: Services, jobs: Any
+) -> None:
+    dimension = services.embedder.dimension
+    ids = [_store(api, f"A memory to back up {n}", embedding=_unit(dimension, n)) for n in range(2)]
+    graph = services.graph
+    edges = graph.edges_window(0, graph.node_id_bound())
+    assert all(e["type"] != VECTOR_LINK for e in edges)
+    assert graph.graph_counts()["edges"] == len(edges)
+    staged = GraphStore(graph.db, f"{graph.graph_name}_restored")
+    rows = [
+        {"props": {"id": i, "tenant": "default", "content": "x"}, "embedding": _unit(dimension, 3)}
+        for i in ids
+    ]
+    assert staged.restore_memories(rows) == 2
+    assert _links(staged) == sorted((i, i) for i in ids)
+    assert staged.graph_counts()["edges"] == 0
