@@ -42,6 +42,8 @@ from automem.stores.recall_filter import RecallFilter
 log = logging.getLogger(__name__)
 # Memories a migration query moves to vector nodes at a time.
 MIGRATION_PAGE = 2000
+# Internal node ids per query of a migration that walks the graph by id windows.
+MIGRATION_WINDOW = 20_000
 
 T = TypeVar("T")
 ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "updated_asc"]
@@ -369,32 +371,24 @@ class GraphStore(
         return moved
 
     def _link_vector_nodes(self) -> int:
-        """Migrate a store written before VECTOR_LINK: link each vector node to its memory, a
-        page of ids at a time. Returns the links made."""
+        """Migrate a store written before VECTOR_LINK: link each vector node to its memory, in
+        windows of internal node ids (an id-range seek: each window costs its own size). Returns
+        the links made."""
         unlinked = f"MATCH (v:{VECTOR_LABEL}) WHERE indegree(v, '{VECTOR_LINK}') = 0 RETURN v.id LIMIT 1"
         if not self._ro(unlinked):
             return 0
-        done, after = 0, ""
-        while True:
-            page = self._ro(
-                f"MATCH (v:{VECTOR_LABEL}) WHERE v.id > $after RETURN v.id, indegree(v, '{VECTOR_LINK}') "
-                "ORDER BY v.id LIMIT $n",
-                {"after": after, "n": MIGRATION_PAGE},
-            )
-            if not page:
-                log.info("linked %d vector nodes to their memories", done)
-                return done
-            ids = [i for i, links in page if not links]
-            if ids:
-                cypher = f"""
-                UNWIND $ids AS i
-                MATCH (v:{VECTOR_LABEL} {{id: i}})
-                MATCH (m:Memory {{id: i}})
-                MERGE (m)-[:{VECTOR_LINK}]->(v)
-                RETURN count(v)
-                """
-                done += int(self._query(cypher, {"ids": ids}).result_set[0][0])
-            after = str(page[-1][0])
+        cypher = f"""
+        MATCH (v:{VECTOR_LABEL}) WHERE ID(v) >= $low AND ID(v) < $high AND indegree(v, '{VECTOR_LINK}') = 0
+        MATCH (m:Memory {{id: v.id}})
+        MERGE (m)-[:{VECTOR_LINK}]->(v)
+        RETURN count(v)
+        """
+        done, bound = 0, self.node_id_bound()
+        for low in range(0, bound, MIGRATION_WINDOW):
+            window = {"low": low, "high": low + MIGRATION_WINDOW}
+            done += int(self._query(cypher, window).result_set[0][0])
+        log.info("linked %d vector nodes to their memories", done)
+        return done
 
     def _add_time_keys(self) -> int:
         """Migrate a store written before TIME_KEY: set it on every memory with a timestamp, a
