@@ -393,7 +393,7 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         "--threads",
         str(settings.api_threads),
         "--worker-class",
-        "gthread",
+        "automem.gunicorn_worker.LingeringThreadWorker",
         "--bind",
         f"{host}:{port}",
         "--graceful-timeout",
@@ -402,6 +402,8 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
         str(settings.api_timeout_seconds),
         "--keep-alive",
         str(settings.api_keepalive_seconds),
+        "--env",
+        f"AUTOMEM_API_LINGER_MS={settings.api_linger_ms}",  # read by the worker class
         "--no-control-socket",  # the default socket path is per user: instances would clash
         "--log-level",
         settings.log_level.lower(),

@@ -94,6 +94,15 @@ class Settings(BaseSettings):
         "default closes pooled connections while clients still reuse them (a 'server disconnected' "
         "race); idle connections cost no thread with the gthread worker.",
     )
+    api_linger_ms: int = _setting(
+        5,
+        "AUTOMEM_API_LINGER_MS",
+        "server",
+        "How long a gunicorn thread that has just answered on a kept-alive connection waits for that "
+        "client's next request and serves it itself, instead of handing the connection back to the "
+        "main thread (~0.2 ms less a request; docs/performance.md). Only while open connections are no "
+        "more than AUTOMEM_API_THREADS. 0: plain gthread.",
+    )
     worker_processes: int = _setting(
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
