@@ -67,8 +67,8 @@ class Settings(BaseSettings):
         4,
         "AUTOMEM_API_THREADS",
         "server",
-        "Threads of the gunicorn worker process that serves the API (gthread worker class). Four"
-        " served concurrency 8 best on 2 cores (benchmarks/api_threads.md).",
+        "Threads of the gunicorn worker process that serves the API (a gthread worker: "
+        "automem.gunicorn_worker). Four served concurrency 8 best on 2 cores (benchmarks/api_threads.md).",
     )
     api_processes: int = _setting(
         1,
@@ -92,7 +92,7 @@ class Settings(BaseSettings):
         "server",
         "gunicorn --keep-alive: how long an idle client connection stays open. gunicorn's 2 s "
         "default closes pooled connections while clients still reuse them (a 'server disconnected' "
-        "race); idle connections cost no thread with the gthread worker.",
+        "race); an idle connection holds no thread (past AUTOMEM_API_LINGER_MS).",
     )
     api_linger_ms: int = _setting(
         5,
