@@ -212,6 +212,15 @@ def cypher_params(params: dict[str, Any] | None) -> str:
 
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
 _SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
+_SIDE_ORDER = {"<": "DESC", ">": "ASC"}
+_SIDE_PARAMS = {"<": ("lo_before", "hi_before"), ">": ("lo_after", "hi_after")}
+_NEIGHBOUR_QUERY = """
+MATCH (p:Memory)
+WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
+  AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
+       OR (p.created_at = $created AND p.id {op} $id))))
+RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
+"""
 
 
 @dataclass(frozen=True)
@@ -946,24 +955,20 @@ class GraphStore(
     def sequence_position(self, doc: MemoryRecord) -> tuple[str | None, str | None]:
         """(previous, next) active memory of `doc`'s sequence scope by event time; equal
         timestamps are ordered by creation time, then id."""
-        return self._sequence_neighbour(doc, "<", "DESC"), self._sequence_neighbour(doc, ">", "ASC")
+        found = self._sequence_neighbours(doc, ("<", ">"))
+        return found.get("<"), found.get(">")
 
     def previous_in_sequence(self, doc: MemoryRecord) -> str | None:
         """The active memory just before `doc` in its sequence scope (what it follows)."""
-        return self._sequence_neighbour(doc, "<", "DESC")
+        return self._sequence_neighbours(doc, ("<",)).get("<")
 
-    def _sequence_neighbour(self, doc: MemoryRecord, op: str, order: str) -> str | None:
-        """The nearest neighbour on one side. A scope can hold a whole channel's history, and
-        sorting all of it per memory made enrichment quadratic (72 ms a memory in a 12k-memory
-        scope); the neighbour is nearly always close in time, so the timestamp index is asked for
-        a window of an hour, then a day, and only then is the whole scope sorted."""
-        template = """
-        MATCH (p:Memory)
-        WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
-          AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
-               OR (p.created_at = $created AND p.id {op} $id))))
-        RETURN p.id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
-        """
+    def _sequence_neighbours(self, doc: MemoryRecord, sides: Sequence[str]) -> dict[str, str]:
+        """The nearest neighbour on each side asked ("<" before, ">" after). A scope can hold a
+        whole channel's history, and sorting all of it per memory made enrichment quadratic (72
+        ms a memory in a 12k-memory scope); the neighbour is nearly always close in time, so the
+        timestamp index is asked for a window of an hour, then a day, and only then is the whole
+        scope sorted. Both sides are asked in one query per window (UNION ALL), and a side found
+        is not asked again: two sides cost as many round trips as the farther one needs."""
         params: dict[str, Any] = {
             "scope": doc.seq_scope or "",
             "tenant": doc.tenant,
@@ -972,20 +977,27 @@ class GraphStore(
             "created": doc.created_at or "",
         }
         at = epoch_us(str(doc.timestamp))
-        side = -1 if op == "<" else 1
+        found: dict[str, str] = {}
+        missing = list(sides)
         for span in _SEQUENCE_WINDOWS:
-            window = ""
-            if span is not None:
-                # Both ends on the numeric time key (an index scan of just the window; with one
-                # end, FalkorDB scans the scope's index instead, and string bounds are not
-                # scanned right: see TIME_KEY). The template's strict comparisons decide ties.
-                edge = at + side * int(span.total_seconds() * 1_000_000)
-                params["lo"], params["hi"] = min(at, edge), max(at, edge)
-                window = f"p.{TIME_KEY} >= $lo AND p.{TIME_KEY} <= $hi AND"
-            rows = self._ro(template.format(window=window, op=op, order=order), params)
-            if rows:
-                return str(rows[0][0])
-        return None
+            parts = []
+            for op in missing:
+                window = ""
+                if span is not None:
+                    # Both ends on the numeric time key (an index scan of just the window; with
+                    # one end, FalkorDB scans the scope's index instead, and string bounds are not
+                    # scanned right: see TIME_KEY). The template's strict comparisons decide ties.
+                    edge = at + (-1 if op == "<" else 1) * int(span.total_seconds() * 1_000_000)
+                    lo, hi = _SIDE_PARAMS[op]
+                    params[lo], params[hi] = min(at, edge), max(at, edge)
+                    window = f"p.{TIME_KEY} >= ${lo} AND p.{TIME_KEY} <= ${hi} AND"
+                parts.append(_NEIGHBOUR_QUERY.format(window=window, op=op, order=_SIDE_ORDER[op]))
+            for side, memory_id in self._ro(" UNION ALL ".join(parts), params):
+                found[str(side)] = str(memory_id)
+            missing = [op for op in missing if op not in found]
+            if not missing:
+                break
+        return found
 
     def sequence_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         """(memories this one is PRECEDED_BY, memories PRECEDED_BY this one)."""

@@ -86,3 +86,31 @@ def test_the_chain_follows_event_time_however_far_apart(
     by_time = [memory_id for _, memory_id in sorted(zip(offsets, ids, strict=True))]
     for earlier, later in itertools.pairwise(by_time):
         assert services.graph.sequence_links(later)[0] == [earlier]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    offsets=st.lists(
+        st.sampled_from([0, 1, 1800, 3599, 3601, 86_399, 86_401, 864_000, 8_640_000]), min_size=1, max_size=8
+    )
+)
+def test_both_neighbours_are_the_nearest_in_event_order(
+    api: Api, services: Services, offsets: list[int]
+) -> None:
+    """Each memory's previous and next in its scope, asked together (one query per window for
+    both sides), are those of the scope sorted by (timestamp, created_at, id): ties included,
+    neighbours inside the hour, the day, or only in the whole scope, on either side."""
+    scope = f"pos:{uuid.uuid4().hex[:12]}"
+    items = [
+        {"content": f"{scope} {n}", "tags": [scope], "timestamp": (BASE + timedelta(seconds=o)).isoformat()}
+        for n, o in enumerate(offsets)
+    ]
+    response = api.post("/memory/batch", json={"memories": items})
+    assert response.status_code == 201, response.get_json()
+    docs = services.graph.get_memories([r["id"] for r in response.get_json()["results"]])
+    assert {d.seq_scope for d in docs} == {docs[0].seq_scope} and docs[0].seq_scope
+    order = sorted(docs, key=lambda d: (epoch_us(d.timestamp), d.created_at or "", d.id))
+    for n, doc in enumerate(order):
+        expected = (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
+        assert services.graph.sequence_position(doc) == expected
+        assert services.graph.previous_in_sequence(doc) == expected[0]
