@@ -64,6 +64,7 @@ T = TypeVar("T")
 Hit = tuple[str, float]  # (memory id, channel score)
 ANN_OVERFETCH = 2  # the graph's HNSW search returns this many times the candidates, before filters
 POINT_COUNT_TTL = 30.0
+SCOPE_COUNTS_KEPT = 256  # filters whose point estimate is kept (time windows make new ones)
 
 
 class RecallEngine:
@@ -76,6 +77,7 @@ class RecallEngine:
             svc.embedder.embed_one
         )
         self._points, self._points_read_at = 0, -POINT_COUNT_TTL
+        self._scope_counts: dict[Filter, tuple[int, float]] = {}
         self.reranker = open_reranker(svc.settings)
 
     def close(self) -> None:
@@ -284,9 +286,22 @@ class RecallEngine:
         return [(h.id, h.score) for h in hits]
 
     def _narrow(self, vector_filter: Filter) -> bool:
+        """Whether the filter selects few enough points for the exact search. Estimated for the
+        filter's `must` conditions alone (an upper bound: the exclusions, among them "valid now",
+        only remove points) and kept POINT_COUNT_TTL per filter, so a recall repeating a scope
+        skips Edge's estimate (~0.1 ms holding the GIL). A stale answer only picks the other
+        path: the exact search is exact, and the graph's search falls back to it when too few
+        of its hits pass the filter."""
         assert self.svc.vectors is not None
-        limit = self.svc.settings.recall_exact_search_limit
-        return self.svc.vectors.count(vector_filter, exact=False) <= limit
+        scope = Filter(must=vector_filter.must)
+        now = time.monotonic()
+        known = self._scope_counts.get(scope)
+        if known is None or now - known[1] > POINT_COUNT_TTL:
+            if len(self._scope_counts) >= SCOPE_COUNTS_KEPT:
+                self._scope_counts.clear()
+            known = (self.svc.vectors.count(scope, exact=False), now)
+            self._scope_counts[scope] = known
+        return known[0] <= self.svc.settings.recall_exact_search_limit
 
     def _beyond_exact_search(self) -> bool:
         """Whether the Edge shard holds too many vectors to search exhaustively on each recall

@@ -444,6 +444,45 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     assert [r["id"] for r in narrow["results"]] == [corpus["outage"]] and not asked
 
 
+def test_a_scope_s_point_estimate_is_kept_and_a_stale_one_still_answers_right(
+    api: Api, services: Services, jobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact-or-graph choice reads Edge's estimate of a scope once per POINT_COUNT_TTL.
+    Whatever the kept estimate says after the scope grew or shrank, the answer holds every
+    matching memory: the exact search is exact, and the graph's search falls back to it."""
+    assert services.vectors is not None
+    monkeypatch.setattr(
+        services, "settings", services.settings.model_copy(update={"recall_exact_search_limit": 2})
+    )
+    engine = api.client.application.extensions["automem.recall"]
+    engine._points_read_at = -1e9
+    counted: list[int] = []
+    original_count = services.vectors.count
+    monkeypatch.setattr(
+        services.vectors, "count", lambda *a, **k: counted.append(1) or original_count(*a, **k)
+    )
+    for n in range(3):  # the store beyond the limit, so the scope decides the path
+        store(api, f"unrelated note number {n} about gardening")
+    first = store(api, "kettle descaling with citric acid", tags=["kitchen"])
+    jobs()
+    assert [r["id"] for r in recall(api, query="kettle descaling", tags=["kitchen"])["results"]] == [first]
+    asked = len(counted)
+    recall(api, query="kettle descaling", tags=["kitchen"])
+    assert len(counted) == asked  # the scope's estimate was kept (the store's total too)
+
+    grown = [store(api, f"kettle descaling method {n}", tags=["kitchen"]) for n in range(3)]
+    jobs()  # the kept estimate (1: narrow) is stale now: 4 memories in the scope, limit 2
+    found = {r["id"] for r in recall(api, query="kettle descaling", tags=["kitchen"])["results"]}
+    assert found == {first, *grown}
+
+    engine._scope_counts.clear()  # estimate the grown scope (wide), then shrink it to one
+    recall(api, query="kettle descaling", tags=["kitchen"])
+    for memory_id in grown:
+        assert api.delete(f"/memory/{memory_id}").status_code == 200
+    jobs()
+    assert [r["id"] for r in recall(api, query="kettle descaling", tags=["kitchen"])["results"]] == [first]
+
+
 def test_an_association_answers_its_strength_as_the_graph_keeps_it(api: Api, corpus: dict[str, str]) -> None:
     """FalkorDB returns doubles with 15 significant digits: what a write answers is what every
     read (and a backup) gives afterwards, not the 17 digits sent."""
