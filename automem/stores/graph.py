@@ -223,6 +223,20 @@ RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {or
 """
 
 
+def _side_window(op: str, at: int, span: timedelta | None, params: dict[str, Any]) -> str:
+    """The condition keeping one side's lookup to `span` before or after `at` (microseconds),
+    its bounds put in `params`; none for the whole scope. Both ends are on the numeric time key
+    (an index scan of just the window; with one end, FalkorDB scans the scope's index instead,
+    and string bounds are not scanned right: see TIME_KEY). The query's strict comparisons
+    decide ties."""
+    if span is None:
+        return ""
+    edge = at + (-1 if op == "<" else 1) * int(span.total_seconds() * 1_000_000)
+    lo, hi = _SIDE_PARAMS[op]
+    params[lo], params[hi] = min(at, edge), max(at, edge)
+    return f"p.{TIME_KEY} >= ${lo} AND p.{TIME_KEY} <= ${hi} AND"
+
+
 @dataclass(frozen=True)
 class CreateOutcome:
     id: str
@@ -980,18 +994,12 @@ class GraphStore(
         found: dict[str, str] = {}
         missing = list(sides)
         for span in _SEQUENCE_WINDOWS:
-            parts = []
-            for op in missing:
-                window = ""
-                if span is not None:
-                    # Both ends on the numeric time key (an index scan of just the window; with
-                    # one end, FalkorDB scans the scope's index instead, and string bounds are not
-                    # scanned right: see TIME_KEY). The template's strict comparisons decide ties.
-                    edge = at + (-1 if op == "<" else 1) * int(span.total_seconds() * 1_000_000)
-                    lo, hi = _SIDE_PARAMS[op]
-                    params[lo], params[hi] = min(at, edge), max(at, edge)
-                    window = f"p.{TIME_KEY} >= ${lo} AND p.{TIME_KEY} <= ${hi} AND"
-                parts.append(_NEIGHBOUR_QUERY.format(window=window, op=op, order=_SIDE_ORDER[op]))
+            parts = [
+                _NEIGHBOUR_QUERY.format(
+                    window=_side_window(op, at, span, params), op=op, order=_SIDE_ORDER[op]
+                )
+                for op in missing
+            ]
             for side, memory_id in self._ro(" UNION ALL ".join(parts), params):
                 found[str(side)] = str(memory_id)
             missing = [op for op in missing if op not in found]
