@@ -9,7 +9,6 @@ import platform
 import secrets
 import shlex
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from automem.embedded import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_DIR = ROOT.parent / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 # Variables of the developer's shell that would change the service under test.
@@ -37,12 +38,6 @@ def log(message: str) -> None:
 def progress(total: int, label: str) -> tqdm:
     """A progress bar on a terminal (nothing in logs or CI)."""
     return tqdm(total=total, desc=label, unit="req", leave=False, disable=not sys.stderr.isatty())
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def service_env(token: str, admin_token: str | None = None, **overrides: str) -> dict[str, str]:
