@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from automem.embedded import api_command, free_port
 from tests.conftest import make_settings
+from tests.stack import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,15 +58,15 @@ class Gunicorn:
         self._wait_listening()
 
     def _wait_listening(self) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                assert self.proc.poll() is None, self.proc.stderr.read().decode() if self.proc.stderr else ""
-                time.sleep(0.05)
-        raise AssertionError("gunicorn did not listen")
+        wait_until(self._accepting, 30, "gunicorn did not listen", interval=0.05)
+
+    def _accepting(self) -> bool:
+        assert self.proc.poll() is None, self.proc.stderr.read().decode() if self.proc.stderr else ""
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
 
     def connection(self, timeout: float = 10) -> http.client.HTTPConnection:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
