@@ -232,6 +232,8 @@ def enrichment_status(
             "last_success_at": stats.get("last_success_at"),
             "last_error": stats.get("last_error"),
             "last_error_at": stats.get("last_error_at"),
+            # Seconds enrichment jobs waited while clients were reading (automem.foreground).
+            "yielded_seconds": round(float(stats.get("yielded_seconds", 0.0)), 3),
         },
         # Memories a job skipped after an error of their own (the rest of their batch went on).
         "failed_items": failed_items,

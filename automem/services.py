@@ -19,6 +19,7 @@ from automem.embedding import EmbeddingProvider, build_provider
 from automem.embedding.metered import MeteredEmbedder
 from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.events import EventPublisher
+from automem.foreground import ReadActivity
 from automem.idempotency import IdempotencyStore
 from automem.llm import LlmClient
 from automem.memories import MemoryService
@@ -54,6 +55,8 @@ class Services:
     # Tenants and scoped API keys (automem.tenants), in their own graph beside the memories.
     keys: KeyRing | None = None
     tenants: TenantBook | None = None
+    # Marks served reads, which enrichment yields to (automem.foreground).
+    reads: ReadActivity | None = None
     _counts: tuple[float, float, dict[str, int]] | None = field(default=None, repr=False)
     _counts_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -153,6 +156,7 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
         llm=llm,
         keys=KeyRing(access),
         tenants=TenantBook(access),
+        reads=ReadActivity(queue_redis, settings.enrichment_read_window_ms),
     )
 
 

@@ -700,6 +700,22 @@ class Settings(BaseSettings):
     enrichment_max_entities: int = _setting(
         12, "ENRICHMENT_MAX_ENTITIES", "enrichment", "Entities kept per memory (the most salient first)."
     )
+    enrichment_read_yield: float = _setting(
+        3.0,
+        "ENRICHMENT_READ_YIELD",
+        "enrichment",
+        "While clients are reading (a recall or by-tag listing within the last "
+        "ENRICHMENT_READ_WINDOW_MS), an enrichment job waits this many times as long as each memory "
+        "took before the next (at most 0.25 s): it runs at 1 / (1 + this) of its pace and leaves the "
+        "cores, FalkorDB's included, to the reads (docs/performance.md). 0: never slows down.",
+    )
+    enrichment_read_window_ms: int = _setting(
+        500,
+        "ENRICHMENT_READ_WINDOW_MS",
+        "enrichment",
+        "How long after a served read enrichment still counts clients as reading (the API marks it "
+        "in Redis at most twice per window and process). 0: the API never marks reads.",
+    )
     enrichment_summary_length: int = _setting(
         240, "ENRICHMENT_SUMMARY_LENGTH", "enrichment", "Characters of the short summary enrichment stores."
     )

@@ -20,6 +20,7 @@ from typing import Any
 from automem.backlog import ENRICHMENT_VERSION
 from automem.counters import ENRICHMENT_STATS_KEY
 from automem.entities import EntityName, resolve_aliases
+from automem.foreground import Pacer
 from automem.history import JOB_ENRICH, diff
 from automem.jobnames import JobName
 from automem.recall.reldates import relative_dates
@@ -165,14 +166,17 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     svc = current_services()
     enriched: list[str] = []
     failed = 0
+    pacer = Pacer(svc.queue_redis, svc.settings.enrichment_read_yield)
     with (
-        _recording(svc) as record,
+        _recording(svc, pacer) as record,
         enrichment_events(svc, memory_ids) as announced,
         SequenceLocks(svc.queue_redis) as locks,
     ):
         for memory_id in memory_ids:
             work = partial(_enrich_one, svc, memory_id, force, locks)
+            started = time.monotonic()
             outcome = isolated(svc, JobName.ENRICH, memory_id, work)
+            pacer.pace(time.monotonic() - started)
             if isinstance(outcome, ItemFailed):
                 failed += 1
             elif outcome:
@@ -265,8 +269,9 @@ def _classify_if_unsure(svc: Services, doc: MemoryRecord) -> None:
 
 
 @contextmanager
-def _recording(svc: Services) -> Iterator[Any]:
-    """Count successes and failures in Redis for GET /enrichment/status (no content logged)."""
+def _recording(svc: Services, pacer: Pacer) -> Iterator[Any]:
+    """Count successes and failures, and the time spent waiting for clients' reads, in Redis
+    for GET /enrichment/status (no content logged)."""
     last: list[str] = []
     try:
         yield last.append
@@ -278,6 +283,8 @@ def _recording(svc: Services) -> Iterator[Any]:
         svc.queue_redis.hincrby(ENRICHMENT_STATS_KEY, "failures", 1)
         raise
     finally:
+        if pacer.paused:
+            svc.queue_redis.hincrbyfloat(ENRICHMENT_STATS_KEY, "yielded_seconds", pacer.paused)
         if last:
             svc.queue_redis.hincrby(ENRICHMENT_STATS_KEY, "enriched", len(last))
             svc.queue_redis.hset(

@@ -26,6 +26,13 @@ def services() -> Services:
     return svc
 
 
+def serving_read() -> None:
+    """This request is a client's read: background enrichment yields while reads go on."""
+    reads = services().reads
+    if reads is not None:
+        reads.mark()
+
+
 # JSON escapes that can decode to text the graph store cannot take: NUL, or half a surrogate pair.
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
 

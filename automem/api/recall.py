@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, request
 
 from automem import metrics
-from automem.api import json_body, respond, services
+from automem.api import json_body, respond, services, serving_read
 from automem.auth import current_tenant
 from automem.errors import InvalidInput
 from automem.models import parse
@@ -22,6 +22,7 @@ def engine() -> RecallEngine:
 
 
 def _run(data: dict[str, object]) -> tuple[Response, int]:
+    serving_read()
     query = parse(RecallQuery, data, services().settings)
     try:
         body = engine().recall(query, current_tenant())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, request
 
-from automem.api import change, respond, services
+from automem.api import change, respond, services, serving_read
 from automem.auth import current_tenant, require_tenant_admin
 from automem.models import ByTagQuery, TagsQuery, parse
 
@@ -26,6 +26,7 @@ def _by_tag_query() -> ByTagQuery:
 
 @bp.get("/memory/by-tag")
 def by_tag() -> tuple[Response, int]:
+    serving_read()
     return respond(services().memories.by_tag(_by_tag_query(), current_tenant()))
 
 
