@@ -162,8 +162,17 @@ def repair_vectors(svc: Services, every: bool, dry_run: bool = False) -> dict[st
         samples = {f"{k}_sample": v["sample"] for k, v in before.items()}
         return {"status": "dry_run", "dry_run": True, **_counts(svc), **counts, **samples}
     rebuilt = svc.sync.rebuild_if_marked()  # an interrupted restore: revs cannot be trusted
+    ranked = svc.sync.fill_ranks()  # points written before listings' ranks existed
     if rebuilt is None and not every and not any(counts.values()):
-        return {"status": "already_synced", "synced": 0, "failed": 0, "repaired": 0, **_counts(svc), **counts}
+        return {
+            "status": "already_synced",
+            "synced": 0,
+            "failed": 0,
+            "repaired": 0,
+            "ranked": ranked,
+            **_counts(svc),
+            **counts,
+        }
     repaired = rebuilt if rebuilt is not None else svc.sync.repair(force=every)
     orphans = svc.sync.orphans()
     svc.vectors.delete(orphans)
@@ -172,6 +181,7 @@ def repair_vectors(svc: Services, every: bool, dry_run: bool = False) -> dict[st
         "synced": repaired,
         "repaired": repaired,
         "rebuilt": rebuilt is not None,
+        "ranked": ranked,
         "orphans_deleted": len(orphans),
         **_unrepaired(svc),
         **_counts(svc),

@@ -666,6 +666,7 @@ class SyncResult(Success):
     repaired: int | None = None
     orphans_deleted: int | None = None
     rebuilt: bool = False
+    ranked: int | None = Field(None, description="points given the listings' `rank` written without one")
     unrepaired: dict[str, Any] | None = None
     dry_run: bool = False
     graph_memories: int

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import redis
 
-from automem.listing import WAITING_LIMIT, Order, listed_docs
+from automem.listing import WAITING_LIMIT, Order, listed_docs, rank_of
 from automem.record import MemoryRecord, enrichment_categories, enrichment_dates
 from automem.stores.graph import GraphStore
 from automem.stores.vectors import VectorPoint, VectorStore
-from automem.stores.vectors.base import Filter
+from automem.stores.vectors.base import Filter, IsNull
 from automem.timeutil import parse_iso
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,16 @@ PAYLOAD_FIELDS = (
 
 def payload_for(doc: MemoryRecord) -> dict[str, Any]:
     payload = {key: getattr(doc, key) for key in PAYLOAD_FIELDS}
+    payload["rank"] = rank_of(doc.importance, doc.timestamp)
     payload["rev"] = doc.rev
     return payload
+
+
+# Points that should carry a `rank` and do not (written before it existed); none left means
+# the listings may walk it (automem.listing).
+UNRANKED = Filter(must=(IsNull("rank"),), must_not=(IsNull("importance"),))
+# While some remain, how often a listing asks again.
+RANK_CHECK_SECONDS = 30.0
 
 
 class VectorSync:
@@ -75,6 +84,9 @@ class VectorSync:
         # Whether this consumer may hold unacknowledged entries (at start, after a failed step):
         # only then is the pending list read before new entries.
         self._may_hold_pending = True
+        # Whether every point carries its rank (once true it stays so: every write adds it).
+        self._ranked = False
+        self._rank_checked_at = -RANK_CHECK_SECONDS
 
     @property
     def owns_vectors(self) -> bool:
@@ -98,8 +110,9 @@ class VectorSync:
             fields["payload_only"] = "1"
         self.redis.xadd(STREAM, fields)  # type: ignore[arg-type]
 
-    def apply(self, ids: Sequence[str], payload_only: bool = False) -> int:
-        """Copy the graph's current state of `ids` into the vector store; returns points written."""
+    def apply(self, ids: Sequence[str], payload_only: bool = False, rewrite: bool = False) -> int:
+        """Copy the graph's current state of `ids` into the vector store; returns points written
+        (`rewrite`: points of the graph's rev too, see `VectorStore.upsert`)."""
         assert self.vectors is not None
         unique = list(dict.fromkeys(ids))
         docs = self.graph.get_memories(unique, with_embedding=not payload_only)
@@ -110,7 +123,7 @@ class VectorSync:
         if payload_only:
             self.vectors.overwrite_payloads(self._points(docs))
             return len(docs)
-        return self._upsert(docs)
+        return self._upsert(docs, rewrite)
 
     def write_snapshots(self, docs: Sequence[MemoryRecord]) -> int:
         """Write memories whose graph state the caller holds (just written, `embedding` if any).
@@ -122,11 +135,11 @@ class VectorSync:
             return 0
         return self._upsert(docs)
 
-    def _upsert(self, docs: Sequence[MemoryRecord]) -> int:
+    def _upsert(self, docs: Sequence[MemoryRecord], rewrite: bool = False) -> int:
         assert self.vectors is not None
         points = self._points(docs)
         if points:
-            self.vectors.upsert(points)
+            self.vectors.upsert(points, rewrite=rewrite)
         return len(points)
 
     def _points(self, docs: Sequence[MemoryRecord]) -> list[VectorPoint]:
@@ -209,7 +222,7 @@ class VectorSync:
             stored = self._stored_revs([i for i, _ in rows])
             stale = [memory_id for memory_id, rev in rows if force or stored.get(memory_id, -1) < rev]
             if stale:
-                self.apply(stale)
+                self.apply(stale, rewrite=force)
                 repaired += len(stale)
             after = rows[-1][0]
         if repaired:
@@ -299,6 +312,7 @@ class VectorSync:
             try:
                 if self.rebuild_if_marked() is None:
                     self.repair()
+                self.fill_ranks()
                 break
             except Exception:
                 if stop.is_set():
@@ -333,8 +347,48 @@ class VectorSync:
         if self.vectors is None or (waiting := self.waiting_ids(WAITING_LIMIT)) is None:
             return None
         return listed_docs(
-            self.graph, self.vectors, flt, order, count, waiting=waiting, payload_of=payload_for
+            self.graph,
+            self.vectors,
+            flt,
+            order,
+            count,
+            waiting=waiting,
+            payload_of=payload_for,
+            ranked=self.ranked(),
         )
+
+    def ranked(self) -> bool:
+        """Whether every point carries its `rank` (asked of the store at most every
+        RANK_CHECK_SECONDS until it does)."""
+        if self._ranked or self.vectors is None:
+            return self._ranked
+        now = time.monotonic()
+        if now - self._rank_checked_at >= RANK_CHECK_SECONDS:
+            self._rank_checked_at = now
+            self._ranked = self.vectors.count(UNRANKED) == 0
+        return self._ranked
+
+    def fill_ranks(self, page: int = 1000) -> int:
+        """Give each point written before ranks existed its `rank`, from its own payload (a point
+        rewritten meanwhile keeps its newer payload, which has one); returns how many."""
+        assert self.vectors is not None
+        filled, offset = 0, None
+        while True:
+            records, offset = self.vectors.scroll(UNRANKED, limit=page, offset=offset)
+            values = [
+                (r.id, int(rev), {"rank": rank})
+                for r in records
+                if (rev := r.payload.get("rev")) is not None
+                and (rank := rank_of(r.payload["importance"], r.payload.get("timestamp"))) is not None
+            ]
+            self.vectors.set_payload_values(values)
+            filled += len(values)
+            if offset is None:
+                break
+        if filled:
+            log.info("ranked %d points written before ranks existed", filled)
+        self._rank_checked_at = -RANK_CHECK_SECONDS  # the next listing asks again
+        return filled
 
     def waiting_ids(self, limit: int) -> list[str] | None:
         """The memories whose points have hand-offs still waiting for the owner (their vector

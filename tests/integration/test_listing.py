@@ -6,25 +6,28 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given
+import qdrant_edge as qe
+from hypothesis import HealthCheck, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from automem.embedded import EmbeddedFalkorDB
-from automem.listing import WAITING_LIMIT, listed_docs, tag_filter
+from automem.listing import RANK_SPAN, WAITING_LIMIT, listed_docs, tag_filter
 from automem.services import Services
 from automem.settings import Settings
 from automem.stores.recall_filter import RecallFilter
 from automem.tags import tag_prefixes
 from automem.timeutil import now_iso
-from automem.vectorsync import VectorSync, payload_for
-from tests.conftest import Api, make_settings
+from automem.vectorsync import RANK_CHECK_SECONDS, UNRANKED, VectorSync, payload_for
+from tests.conftest import ADMIN_TOKEN, Api, make_settings
 
 TAGS = ["alpha", "alpha:one", "alpha:two", "beta", "gamma:x"]
+ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
 
 
 @pytest.fixture(params=["edge", "qdrant"])
@@ -61,6 +64,7 @@ def _graph_page(services: Services, tags: list[str], mode: Any, match: Any, limi
     return [d.id for d in docs]
 
 
+@pytest.mark.parametrize("ranked", [False, True])
 @pytest.mark.parametrize(
     ("tags", "mode", "match"),
     [
@@ -71,7 +75,7 @@ def _graph_page(services: Services, tags: list[str], mode: Any, match: Any, limi
     ],
 )
 def test_by_tag_pages_equal_the_graph_order(
-    services: Services, corpus: list[str], tags: list[str], mode: Any, match: Any
+    services: Services, corpus: list[str], tags: list[str], mode: Any, match: Any, ranked: bool
 ) -> None:
     assert services.vectors is not None
     for limit, offset in itertools.product((1, 7, 50), (0, 3, 40)):
@@ -84,13 +88,17 @@ def test_by_tag_pages_equal_the_graph_order(
             offset + limit,
             waiting=[],
             payload_of=payload_for,
+            ranked=ranked,
         )
         assert listed is not None
         assert [d.id for d in listed[offset:]] == _graph_page(services, tags, mode, match, limit, offset)
 
 
+@pytest.mark.parametrize("ranked", [False, True])
 @pytest.mark.parametrize("order", ["importance", "time_desc", "time_asc"])
-def test_recall_listing_orders_equal_the_graph(services: Services, corpus: list[str], order: Any) -> None:
+def test_recall_listing_orders_equal_the_graph(
+    services: Services, corpus: list[str], order: Any, ranked: bool
+) -> None:
     assert services.vectors is not None
     flt = RecallFilter.build(
         tenant="default",
@@ -112,6 +120,7 @@ def test_recall_listing_orders_equal_the_graph(services: Services, corpus: list[
             count,
             waiting=[],
             payload_of=payload_for,
+            ranked=ranked,
         )
         assert listed is not None
         assert [d.id for d in listed] == [d.id for d in services.graph.list_memories(flt, order, count)]
@@ -234,3 +243,105 @@ def test_with_too_many_hand_offs_waiting_the_graph_sorts(services: Services, cor
         worker.request([corpus[n % len(corpus)]], payload_only=True)
     assert services.sync.waiting_ids(WAITING_LIMIT) is None
     assert services.sync.listed(tag_filter("default", ["alpha"], "any", "prefix"), "importance", 5) is None
+
+
+# Importances closer than RANK_SPAN (the ranked walk's time part) and timestamps from far apart to
+# the same second: a rank cannot order these alone, so the walk must see it and stay exact.
+close_importances = st.sampled_from(
+    [0.5, 0.5 + 3e-7, 0.5 + RANK_SPAN, 0.5 - 5e-7, 0.5 - RANK_SPAN / 2, 0.7, 1.0, 0.0]
+)
+moments = st.sampled_from(
+    [
+        "1969-07-20T20:17:00Z",
+        "2001-01-01T00:00:00Z",
+        "2025-03-01T10:00:00Z",
+        "2025-03-01T10:00:00.500000Z",
+        "2025-03-01T10:00:01Z",
+        "2025-03-01T10:00:03Z",
+        "2199-12-31T00:00:00Z",
+    ]
+)
+
+
+@hypothesis_settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    memories=st.lists(st.tuples(close_importances, moments), min_size=1, max_size=40),
+    limit=st.sampled_from([1, 2, 5, 17]),
+)
+# The crossing itself: the higher importance is older by more than its lead is worth in rank.
+@example(memories=[(0.5, "2199-12-31T00:00:00Z"), (0.5 + 3e-7, "1969-07-20T20:17:00Z")], limit=1)
+@example(
+    memories=[
+        (0.7, "2025-03-01T10:00:00Z"),
+        (0.5, "2199-12-31T00:00:00Z"),
+        (0.5 + 3e-7, "2001-01-01T00:00:00Z"),
+    ],
+    limit=2,
+)
+def test_ranked_pages_equal_the_graph_order_however_close_the_keys(
+    api: Api, services: Services, memories: list[tuple[float, str]], limit: int
+) -> None:
+    assert services.vectors is not None and services.sync.ranked()
+    tag = f"close-{random.getrandbits(40):x}"  # each example lists only its own memories
+    batch = [
+        {"content": f"close {n}", "tags": [tag], "importance": importance, "timestamp": moment}
+        for n, (importance, moment) in enumerate(memories)
+    ]
+    assert api.post("/memory/batch", json={"memories": batch}).status_code == 201
+    flt = tag_filter("default", [tag], "any", "exact")
+    for count in (limit, len(memories)):
+        listed = listed_docs(
+            services.graph,
+            services.vectors,
+            flt,
+            "importance",
+            count,
+            waiting=[],
+            payload_of=payload_for,
+            ranked=True,
+        )
+        assert listed is not None
+        assert [d.id for d in listed] == _graph_page(services, [tag], "any", "exact", count, 0)
+
+
+def _forget_ranks(services: Services, ids: list[str]) -> None:
+    """Points as a version before ranks wrote them (the backend's own call: no adapter drops a
+    payload key)."""
+    store: Any = services.vectors
+    if store.backend == "edge":
+        store._open_existing().update(
+            qe.UpdateOperation.delete_payload([uuid.UUID(i) for i in ids], ["rank"])
+        )
+    else:
+        store.client.delete_payload(store.collection, keys=["rank"], points=ids)
+
+
+def test_points_written_before_ranks_get_them(api: Api, services: Services, corpus: list[str]) -> None:
+    assert services.vectors is not None
+    sync = services.sync
+    _forget_ranks(services, corpus[:70])
+    sync._ranked, sync._rank_checked_at = False, -RANK_CHECK_SECONDS
+    assert not sync.ranked() and services.vectors.count(UNRANKED) == 70
+    before = api.get("/memory/by-tag", query_string={"tags": "alpha", "limit": 30}).get_json()
+    # A point rewritten meanwhile (its rev moved on) keeps its newer payload.
+    changed = corpus[0]
+    api.patch(f"/memory/{changed}", json={"importance": 0.33})
+    sync.drain_all()
+    assert sync.fill_ranks(page=16) == 69
+    assert sync.ranked() and services.vectors.count(UNRANKED) == 0
+    point = services.vectors.retrieve([changed], fields=("rank", "importance"))[0]
+    assert point.payload["importance"] == 0.33 and point.payload["rank"] == pytest.approx(0.33, abs=RANK_SPAN)
+    after = api.get("/memory/by-tag", query_string={"tags": "alpha", "limit": 30}).get_json()
+    assert [m["id"] for m in after["memories"]] == _graph_page(services, ["alpha"], "any", "prefix", 30, 0)
+    assert before["count"] == after["count"] == 30
+
+
+def test_admin_sync_ranks_what_lacks_a_rank(api: Api, services: Services, corpus: list[str]) -> None:
+    """Server mode has no shard owner to start: POST /admin/sync gives old points their ranks."""
+    _forget_ranks(services, corpus[:5])
+    body = api.post("/admin/sync", headers=ADMIN).get_json()
+    assert (body["status"], body["ranked"]) == ("already_synced", 5)
+    assert services.vectors is not None and services.vectors.count(UNRANKED) == 0
+    assert api.post("/admin/sync", json={"all": True}, headers=ADMIN).get_json()["ranked"] == 0

@@ -209,11 +209,11 @@ def test_a_vector_store_failing_after_the_swap_is_repaired_from_the_graph(
     original = type(vectors).upsert
     calls = {"n": 0}
 
-    def failing_once(self: Any, points: Any) -> Any:
+    def failing_once(self: Any, points: Any, **options: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 1:
             raise OSError("the vector store went away for a moment")
-        return original(self, points)
+        return original(self, points, **options)
 
     monkeypatch.setattr(type(vectors), "upsert", failing_once)
     response = post_restore(api, archive, "?mode=replace")

@@ -206,6 +206,25 @@ def test_rev_guard(store: VectorStore, new_rev: int, replaced: bool) -> None:
     assert records[uid(2)].payload == {"rev": 1, "v": "other"}
 
 
+@pytest.mark.parametrize(("new_rev", "replaced"), [(4, False), (5, True), (6, True)])
+def test_a_rewrite_replaces_the_same_rev_but_never_a_newer_one(
+    store: VectorStore, new_rev: int, replaced: bool
+) -> None:
+    """A forced repair writes each point again in the current shape: the graph's rev may be
+    the stored one, never behind it."""
+    store.upsert([point(1, [1, 0, 0, 0], rev=5, v="stored")])
+    store.upsert([point(1, [0, 1, 0, 0], rev=new_rev, v="rewritten")], rewrite=True)
+    [record] = store.retrieve([uid(1)])
+    assert record.payload == ({"rev": new_rev, "v": "rewritten"} if replaced else {"rev": 5, "v": "stored"})
+
+
+def test_payload_values_are_added_only_where_the_rev_is_still_the_same(store: VectorStore) -> None:
+    store.upsert([point(1, [1, 0, 0, 0], rev=5, v="one"), point(2, [0, 1, 0, 0], rev=7, v="two")])
+    store.set_payload_values([(uid(1), 5, {"rank": 0.5}), (uid(2), 6, {"rank": 0.25})])
+    payloads = {r.id: r.payload for r in store.retrieve([uid(1), uid(2)])}
+    assert payloads == {uid(1): {"rev": 5, "v": "one", "rank": 0.5}, uid(2): {"rev": 7, "v": "two"}}
+
+
 def test_rev_guard_within_one_batch(store: VectorStore) -> None:
     store.upsert(
         [
@@ -421,6 +440,7 @@ def test_ordered_follows_a_float_or_datetime_index_and_the_filter(store: VectorS
     store.upsert([VectorPoint(id=uid(6), vector=[1, 6, 0, 0], payload={"importance": 0.95})])
     top = store.ordered(None, "importance", True, 3)
     assert [(p.id, p.rev) for p in top] == [(uid(6), -1), (uid(1), 7), (uid(4), 1)]
+    assert [p.importance for p in top] == [0.95, 0.9, 0.7]  # read along too, for the ranked walk
 
 
 def test_overwrite_payloads_keeps_vectors_and_respects_the_rev_guard(store: VectorStore) -> None:

@@ -4,7 +4,8 @@ Filters are written in a small backend-neutral form (`Match`, `Range`, `IsNull`,
 each adapter translates into its own client's models, so recall code never imports a Qdrant
 package. Every point carries a `rev` in its payload: the graph's revision counter for that
 memory. `upsert` never replaces a point whose stored `rev` is equal or newer, so a slow writer
-holding an old snapshot of the graph can never overwrite a newer one.
+holding an old snapshot of the graph can never overwrite a newer one (a forced repair rewrites
+points of the same `rev`, never newer ones).
 """
 
 from __future__ import annotations
@@ -140,14 +141,26 @@ class VectorHit:
 
 
 class OrderedPoint(NamedTuple):
-    """A point of an ordered walk: its id, its order value and its payload's `rev` (-1 if none)."""
+    """A point of an ordered walk: its id, its order value, its payload's `rev` (-1 if none) and
+    `importance` (None if none; the ranked walk checks its page with it)."""
 
     id: str
     value: float
     rev: int
+    importance: float | None = None
 
 
-def payload_rev(payload: dict[str, Any] | None) -> int:
+def ordered_point(point_id: Any, value: Any, payload: Mapping[str, Any] | None) -> OrderedPoint:
+    importance = (payload or {}).get("importance")
+    return OrderedPoint(
+        str(point_id),
+        float(value or 0),
+        payload_rev(payload),
+        None if importance is None else float(importance),
+    )
+
+
+def payload_rev(payload: Mapping[str, Any] | None) -> int:
     """A payload's `rev`, -1 when it has none."""
     rev = (payload or {}).get("rev")
     return int(rev) if rev is not None else -1
@@ -171,6 +184,7 @@ PAYLOAD_INDEXES: dict[str, Literal["keyword", "float", "integer", "datetime"]] =
     "t_valid": "datetime",
     "t_invalid": "datetime",
     "importance": "float",
+    "rank": "float",
     "rev": "integer",
 }
 
@@ -196,8 +210,10 @@ class VectorStore(abc.ABC):
         """The collection's vector dimension, or None when it does not exist."""
 
     @abc.abstractmethod
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
-        """Insert or replace points; a stored point with `rev` >= the new point's `rev` is kept."""
+    def upsert(self, points: Sequence[VectorPoint], rewrite: bool = False) -> None:
+        """Insert or replace points; a stored point with `rev` >= the new point's `rev` is kept
+        (`rewrite`: only a newer one, so a point of the same rev is written again in the
+        current shape: a forced repair)."""
 
     @abc.abstractmethod
     def overwrite_payloads(self, points: Sequence[VectorPoint]) -> None:
@@ -263,8 +279,13 @@ class VectorStore(abc.ABC):
         """Up to `limit` points matching `flt`, in the order of payload field `key` (one with a
         float or datetime index; a datetime's order value is its epoch time in microseconds).
         Points lacking the field are left out; the order among equal values is unspecified.
-        Of the payload only `rev` is read (listings check it against the graph: read along the
-        walk it costs ~0.15 ms, a separate read 0.35 ms; whole payloads cost far more)."""
+        Of the payload only `rev` and `importance` are read (listings check them: read along the
+        walk `rev` cost ~0.15 ms, a separate read 0.35 ms; whole payloads cost far more)."""
+
+    @abc.abstractmethod
+    def set_payload_values(self, values: Sequence[tuple[str, int, dict[str, Any]]]) -> None:
+        """Add the (id, rev, fields) `fields` to each point whose stored `rev` is still `rev`
+        (a point rewritten since keeps its newer payload); other fields stay as they are."""
 
     @abc.abstractmethod
     def drop(self) -> None:

@@ -41,7 +41,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
-    payload_rev,
+    ordered_point,
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
@@ -167,7 +167,7 @@ class EdgeVectorStore(VectorStore):
             self._shard = None
 
     # --- writes ---------------------------------------------------------------------------------
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
+    def upsert(self, points: Sequence[VectorPoint], rewrite: bool = False) -> None:
         if not points:
             return
         with self._lock:
@@ -182,7 +182,7 @@ class EdgeVectorStore(VectorStore):
             operations = [
                 qe.UpdateOperation.upsert_points(
                     [qe.Point(_uuid(p.id), self._vectors(p), p.payload) for p in group],
-                    condition=_older_than(rev),
+                    condition=_older_than(rev + 1 if rewrite else rev),  # revs are integers
                 )
                 for rev, group in group_by_rev(latest_per_id(points))
             ]
@@ -221,6 +221,21 @@ class EdgeVectorStore(VectorStore):
             for operation in self._keyword_updates(shard, [p for p in latest if p.text]):
                 shard.update(operation)
             for operation in payloads:
+                shard.update(operation)
+
+    def set_payload_values(self, values: Sequence[tuple[str, int, dict[str, Any]]]) -> None:
+        operations = [
+            qe.UpdateOperation.set_payload_by_filter(
+                qe.Filter(must=[qe.HasIdCondition({_uuid(point_id)}), _rev_is(rev)]),
+                fields,
+            )
+            for point_id, rev, fields in values
+        ]
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return
+            for operation in operations:
                 shard.update(operation)
 
     def _keyword_updates(self, shard: Any, points: Sequence[VectorPoint]) -> list[Any]:
@@ -349,14 +364,18 @@ class EdgeVectorStore(VectorStore):
             request = qe.ScrollRequest(
                 limit=limit,
                 filter=_filter(flt),
-                with_payload=["rev"],
+                with_payload=["rev", "importance"],
                 order_by=qe.OrderBy(key=key, direction=direction),
             )
             records, _ = shard.scroll(request)
-        return [OrderedPoint(str(r.id), float(r.order_value or 0), payload_rev(r.payload)) for r in records]
+        return [ordered_point(r.id, r.order_value, r.payload) for r in records]
 
 
 # --- rev guard ------------------------------------------------------------------------------------
+def _rev_is(rev: int) -> qe.FieldCondition:
+    return qe.FieldCondition("rev", match=qe.MatchValue(rev))
+
+
 def _older_than(rev: int) -> qe.Filter:
     """Condition a stored point must meet to be replaced: a lower rev (a missing rev counts as 0)."""
     older: list[Any] = [qe.FieldCondition("rev", range=qe.RangeFloat(lt=rev))]

@@ -36,7 +36,7 @@ from automem.stores.vectors.base import (
     check_dimension,
     group_by_rev,
     latest_per_id,
-    payload_rev,
+    ordered_point,
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
@@ -178,7 +178,7 @@ class QdrantVectorStore(VectorStore):
             self.client.close()
 
     # --- writes ---------------------------------------------------------------------------------
-    def upsert(self, points: Sequence[VectorPoint]) -> None:
+    def upsert(self, points: Sequence[VectorPoint], rewrite: bool = False) -> None:
         if not points:
             return
         dimension = self.dimension()
@@ -190,9 +190,9 @@ class QdrantVectorStore(VectorStore):
             check_dimension(point.vector, dimension)
         unique = latest_per_id(points)
         for start in range(0, len(unique), _WRITE_CHUNK):
-            self._write_guarded(unique[start : start + _WRITE_CHUNK])
+            self._write_guarded(unique[start : start + _WRITE_CHUNK], rewrite)
 
-    def _write_guarded(self, points: Sequence[VectorPoint]) -> None:
+    def _write_guarded(self, points: Sequence[VectorPoint], rewrite: bool) -> None:
         # One conditional upsert per distinct rev (the condition is per operation), all in one
         # request; existing points that fail the condition are skipped, new ones are inserted.
         operations: list[qm.UpdateOperation] = [
@@ -202,7 +202,7 @@ class QdrantVectorStore(VectorStore):
                         qm.PointStruct(id=_uuid(p.id), vector=self._vectors(p), payload=p.payload)
                         for p in group
                     ],
-                    update_filter=_older_than(rev),
+                    update_filter=_older_than(rev + 1 if rewrite else rev),  # revs are integers
                 )
             )
             for rev, group in group_by_rev(points)
@@ -234,6 +234,26 @@ class QdrantVectorStore(VectorStore):
                 )
             )
             for p in latest
+        ]
+        if operations:
+            self._read_or(
+                None, lambda: self.client.batch_update_points(self.collection, operations, wait=True)
+            )
+
+    def set_payload_values(self, values: Sequence[tuple[str, int, dict[str, Any]]]) -> None:
+        operations: list[qm.UpdateOperation] = [
+            qm.SetPayloadOperation(
+                set_payload=qm.SetPayload(
+                    payload=fields,
+                    filter=qm.Filter(
+                        must=[
+                            qm.HasIdCondition(has_id=[_uuid(point_id)]),
+                            qm.FieldCondition(key="rev", match=qm.MatchValue(value=rev)),
+                        ]
+                    ),
+                )
+            )
+            for point_id, rev, fields in values
         ]
         if operations:
             self._read_or(
@@ -373,13 +393,13 @@ class QdrantVectorStore(VectorStore):
                 self.collection,
                 scroll_filter=_filter(flt),
                 limit=limit,
-                with_payload=["rev"],
+                with_payload=["rev", "importance"],
                 order_by=qm.OrderBy(key=key, direction=direction),
             ),
         )
         if page is None:
             return []
-        return [OrderedPoint(str(r.id), float(r.order_value or 0), payload_rev(r.payload)) for r in page[0]]
+        return [ordered_point(r.id, r.order_value, r.payload) for r in page[0]]
 
 
 # --- rev guard ------------------------------------------------------------------------------------
