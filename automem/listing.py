@@ -10,10 +10,10 @@ boundary's ties are listed by the next field, down to the id.
 
 The importance order walks `rank` instead where every point carries it: a payload field of
 importance plus RANK_SPAN times the timestamp's place in [1970, 2170), so one walk orders a
-memory's importance and time together and the page's boundary rarely ties (a tie of importances
-took a second walk by time: 0.6-0.8 of 1.1-1.4 ms at 100k). Importances closer than RANK_SPAN
-could cross; the page is checked by one count (see `_ranked_top`) and walked the exact way when
-they do.
+memory's importance and time together and the page's boundary rarely ties (a tie of
+importances took a second walk by time: 0.6-0.8 of the 1.0-1.3 ms of index work at 100k).
+Importances closer than RANK_SPAN could cross; the page is checked by one count (see
+`_ranked_top`) and walked the exact way when they do.
 
 The index answers for every memory but those with handed-off writes still waiting for the
 owner (`VectorSync.waiting_ids`; while the worker enriches, a few always wait): the walk goes
