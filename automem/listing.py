@@ -127,11 +127,11 @@ def _ranked_top(store: VectorStore, flt: Filter, count: int) -> list[OrderedPoin
         page = before + _top(store, ties, ORDERS["importance"], count - len(before))
     else:
         page = page[:count]
-    importances = [p.importance for p in page]
-    if any(i is None for i in importances):
+    importances = [p.importance for p in page if p.importance is not None]
+    if len(importances) < len(page):
         return None
-    lowest = min(i for i in importances if i is not None)
-    inside = sum(1 for i in importances if i is not None and lowest < i <= last)
+    lowest = min(importances)
+    inside = sum(1 for i in importances if lowest < i <= last)
     closer = Filter(must=(flt, Range("importance", gt=lowest, lte=last)))
     return page if store.count(closer) <= inside else None
 

@@ -354,7 +354,7 @@ class VectorSync:
             count,
             waiting=waiting,
             payload_of=payload_for,
-            ranked=self.ranked(),
+            ranked=order == "importance" and self.ranked(),  # only that order walks ranks
         )
 
     def ranked(self) -> bool:
@@ -387,7 +387,9 @@ class VectorSync:
                 break
         if filled:
             log.info("ranked %d points written before ranks existed", filled)
-        self._rank_checked_at = -RANK_CHECK_SECONDS  # the next listing asks again
+        # Settled here, off the request path, rather than by the next listing's count.
+        self._rank_checked_at = time.monotonic()
+        self._ranked = self.vectors.count(UNRANKED) == 0
         return filled
 
     def waiting_ids(self, limit: int) -> list[str] | None:
