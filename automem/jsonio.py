@@ -5,24 +5,24 @@ embeddings decode several times faster.
 Differences from the standard library that clients can notice, all towards strict JSON: NaN and
 Infinity are refused in requests (they are not JSON) and written as null in answers.
 
-orjson reads an integer beyond 64 bits as a float, silently changing it; a body holding a run of
-19 or more digits is read by the standard library instead, so the integer reaches validation as
-sent (and is refused there: the stores keep 64-bit integers). An answer holding such an
-integer (a query's limit, echoed) is written by the standard library.
+orjson reads an integer beyond 64 bits as a float, silently changing it; a body holding a run
+of 19 or more digits is read by the standard library instead (`jsontext.loads_exact`), so the
+integer reaches validation as sent (and is refused there: the stores keep 64-bit integers). An
+answer holding such an integer (a query's limit, echoed) is written by the standard library.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import orjson
 from flask import Flask, Response
 from flask.json.provider import JSONProvider
 
+from automem.jsontext import loads_exact
+
 _OPTIONS = orjson.OPT_NON_STR_KEYS
-_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 def _not_json(constant: str) -> Any:
@@ -30,10 +30,7 @@ def _not_json(constant: str) -> Any:
 
 
 def loads(data: str | bytes) -> Any:
-    raw = data.encode() if isinstance(data, str) else data
-    if _LONG_DIGITS.search(raw):
-        return json.loads(raw, parse_constant=_not_json)
-    return orjson.loads(raw)
+    return loads_exact(data, parse_constant=_not_json)
 
 
 def _default(value: Any) -> Any:

@@ -3,6 +3,7 @@ Qdrant Edge shard per test, the app, its test client and a helper that adds the 
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
+from hypothesis import settings as hypothesis_settings
 from werkzeug.serving import make_server
 
 from automem.app import create_app, stop_app
@@ -22,6 +24,11 @@ from automem.settings import Settings, registry
 from enrichment.context import use_services
 from enrichment.worker import run_burst
 from tests.stack import Service, started_services
+
+# `HYPOTHESIS_PROFILE=deep pytest ...` draws fifty times the examples: a search for the rare case
+# that a CI run would otherwise meet first (each run draws new examples).
+hypothesis_settings.register_profile("deep", max_examples=5000, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 API_TOKEN = "test-api-token"
 ADMIN_TOKEN = "test-admin-token"
