@@ -35,6 +35,9 @@ LINK_WEIGHT = 0.6  # the evidence a rare entity's memory inherits, times its spe
 
 _WORD = re.compile(r"[^\W_](?:[\w.+#'\u2019-]*[\w+#])?")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
+# An English possessive or "is"/"has" contraction ending a word: "Melanie's kids" names Melanie
+# (enrichment reads the possessive as its own token, so the slug it writes is "melanie").
+_POSSESSIVE = re.compile(r"['\u2019]s?$", re.IGNORECASE)
 # Words that name nothing on their own (question words, auxiliaries, pronouns, determiners,
 # prepositions): no name starts or ends with one.
 _COMMON_WORDS = """
@@ -82,7 +85,7 @@ def fold(text: str) -> str:
 def query_slugs(text: str, max_words: int = MAX_WORDS) -> list[str]:
     """The slugs of every run of up to `max_words` words that neither starts nor ends with a
     common word."""
-    words = _WORD.findall(text)
+    words = [_POSSESSIVE.sub("", word) for word in _WORD.findall(text)]
     slugs: dict[str, None] = {}
     for start in range(len(words)):
         for size in range(1, max_words + 1):

@@ -26,6 +26,13 @@ def test_a_query_is_looked_up_as_every_run_that_could_be_a_name() -> None:
     assert "university-of-oxford" in query_slugs("a degree from the University of Oxford")
 
 
+def test_a_possessive_names_its_owner() -> None:
+    assert {"melanie", "kids", "melanie-kids"} <= set(query_slugs("What do Melanie's kids like?"))
+    assert {"john", "mom"} <= set(query_slugs("What did John\u2019s mom say?"))
+    assert "james" in query_slugs("Where is James' office?")
+    assert not [s for s in query_slugs("What do Melanie's kids like?") if s.endswith("-s")]
+
+
 def test_folding_matches_the_slugs_enrichment_writes() -> None:
     assert fold("José Ruiz") == "jose-ruiz"
     assert fold("Next.js") == "next-js"
