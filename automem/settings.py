@@ -506,6 +506,16 @@ class Settings(BaseSettings):
         "(+0.1 to the score; automem/recall/reldates.py). Not applied when the request gives a "
         "time window of its own (time_query, start, end), which filters instead.",
     )
+    recall_named_tags: bool = _setting(
+        True,
+        "RECALL_NAMED_TAGS",
+        "recall",
+        "A tag the query names by its last part lifts the memories carrying it: `speaker:melanie` "
+        "for 'What does Melanie like?', `project:apollo` for 'the Apollo launch' (+0.1 to the "
+        "score, like a named time; a query's runs of one to three words, folded as entity slugs "
+        "are, against the tags of the memories recall read; entity tags are left to "
+        "RECALL_ENTITY_LINKING). Not applied to listings or time-sorted recalls.",
+    )
     recall_entity_linking: bool = _setting(
         False,
         "RECALL_ENTITY_LINKING",

@@ -28,6 +28,7 @@ from automem.recall.entity_link import (
     RARE_MENTIONS,
     LinkedEntity,
     admit_linked,
+    named_tags,
     query_slugs,
 )
 from automem.recall.expansion import expand
@@ -35,6 +36,7 @@ from automem.recall.fusion import (
     Candidate,
     CandidatePool,
     Days,
+    drop_unread,
     final_scores,
     priors_headroom,
     ranked,
@@ -133,8 +135,10 @@ class RecallEngine:
         entities = admit_linked(pool, linked)
         tally.linked = [{"name": e.name, "kind": e.kind, "mentions": e.mentions} for e in linked]
         when = None if listing else self._named_time(q, tally)
+        slugs = self._tag_slugs(q, listing)
         with timer.stage("hydrate"):
-            self._hydrate(pool, flt, None if listing else q, entities, when)
+            tags = self._hydrate(pool, flt, None if listing else q, entities, when, slugs)
+        tally.named_tags = sorted(tags)
         edges: dict[str, list[dict[str, Any]]] = {}
         if not listing:
             with timer.stage("expand"):
@@ -149,6 +153,7 @@ class RecallEngine:
                     entities,
                     self.svc.settings.recall_episode_hops,
                     when,
+                    tags,
                 )
         if q.state_mode == "current":
             with timer.stage("state"):
@@ -156,11 +161,11 @@ class RecallEngine:
                     self.svc.graph, pool, flt, self._hydrate_ids
                 )
         with timer.stage("rank"):
-            final_scores(pool, tuple(context_prefixes(q)), listing, entities, when)
+            final_scores(pool, tuple(context_prefixes(q)), listing, entities, when, tags)
             order = ranked(pool.values(), q.sort)
         if self.reranker is not None and q.query and q.sort == "score" and not listing:
             with timer.stage("rerank"):
-                order = self._reranked(order, q, flt, entities, when, degraded)
+                order = self._reranked(order, q, flt, entities, when, tags, degraded)
         with timer.stage("rank"):
             results = self._cut(order, q, flt, tally)
         with timer.stage("relations"):
@@ -169,6 +174,12 @@ class RecallEngine:
             self._record_access([c.id for c in results], [c.doc.version if c.doc else None for c in results])
         searched = not listing and self.svc.vectors is not None
         return response(q, flt, results, relations, timer, degraded, listing, tally, searched)
+
+    def _tag_slugs(self, q: RecallQuery, listing: bool) -> frozenset[str]:
+        """What the query could name a tag by (RECALL_NAMED_TAGS; recall.entity_link.named_tags)."""
+        if listing or not q.query or q.sort != "score" or not self.svc.settings.recall_named_tags:
+            return frozenset()
+        return frozenset(query_slugs(q.query))
 
     def _named_time(self, q: RecallQuery, tally: Tally) -> Days | None:
         """The days of a time the query names (RECALL_NAMED_TIME), unless the request gives a
@@ -354,20 +365,22 @@ class RecallEngine:
         q: RecallQuery | None,
         entities: dict[str, float] | None = None,
         when: Days | None = None,
-    ) -> None:
-        """Read the candidates that can still make the top `limit` from the graph and filter them.
+        slugs: frozenset[str] = frozenset(),
+    ) -> frozenset[str]:
+        """Read the candidates that can still make the top `limit` from the graph and filter them;
+        returns the tags the query names among them (`slugs`: what it could name one by).
 
         Channels return ids and scores only (payloads cost more to fetch than the graph read of the
         few that matter). A search ranked by score reads only the candidates that can still make
         it (`_read_reachable`); a time-sorted one reads them all (listings, already read from the
         graph, pass `q=None`)."""
         if q is not None and q.sort == "score":
-            self._read_reachable(pool, flt, q, entities, when)
-            return
+            return self._read_reachable(pool, flt, q, entities, when, slugs)
         self._read_into(pool, flt, [c.id for c in pool.values() if c.doc is None])
         for candidate in pool.values():  # a listing's memories were read by the listing
             if candidate.doc is None or not flt.matches(candidate.doc):
                 del pool.by_id[candidate.id]
+        return named_tags(pool, slugs)
 
     def _read_reachable(
         self,
@@ -376,16 +389,32 @@ class RecallEngine:
         q: RecallQuery,
         entities: dict[str, float] | None,
         when: Days | None,
-    ) -> None:
-        """Only the memories of the candidates that can still make the answer (`read_reachable`)."""
-        read_reachable(
-            pool,
-            self.svc.graph.importance_of,
-            lambda ids: self._read_into(pool, flt, ids),
-            need=q.limit + q.offset,
-            share=relevance_share(entities, when),
-            headroom=priors_headroom(bool(q.context_tags), entities, when),
-        )
+        slugs: frozenset[str],
+    ) -> frozenset[str]:
+        """Only the memories of the candidates that can still make the answer (`read_reachable`),
+        and the tags the query names among them. Which tags those are is known once memories are
+        read, so the read runs again with the tag prior when some are named: it reads what the
+        prior makes reachable, and nothing more when no tag is named."""
+
+        def read(tags: frozenset[str], drop: bool) -> None:
+            read_reachable(
+                pool,
+                self.svc.graph.importance_of,
+                lambda ids: self._read_into(pool, flt, ids),
+                need=q.limit + q.offset,
+                share=relevance_share(entities, when, tags),
+                headroom=priors_headroom(bool(q.context_tags), entities, when, tags),
+                drop=drop,
+            )
+
+        read(frozenset(), drop=not slugs)
+        if not slugs:
+            return frozenset()
+        if not (tags := named_tags(pool, slugs)):
+            drop_unread(pool)
+            return tags
+        read(tags, drop=True)
+        return named_tags(pool, slugs)  # the second read may bring more of them
 
     def _read_into(self, pool: CandidatePool, flt: RecallFilter, ids: list[str]) -> None:
         """Read these candidates' memories; those gone or not matching the filter leave the pool."""
@@ -410,6 +439,7 @@ class RecallEngine:
         flt: RecallFilter,
         entities: dict[str, float],
         when: Days | None,
+        tags: frozenset[str],
         degraded: list[str],
     ) -> list[Candidate]:
         """The best RECALL_RERANK_CANDIDATES (at least limit + offset) re-scored with the
@@ -424,10 +454,10 @@ class RecallEngine:
             log.exception("re-ranking failed; answering in the fused order")
             degraded.append("rerank")
             return order
-        share, prefixes = relevance_share(entities, when), tuple(context_prefixes(q))
+        share, prefixes = relevance_share(entities, when, tags), tuple(context_prefixes(q))
         for (candidate, _), probability in zip(top, probabilities, strict=True):
             candidate.components["rerank"] = round(probability, 4)
-            candidate.score = scored(candidate, probability, share, prefixes, entities, when)
+            candidate.score = scored(candidate, probability, share, prefixes, entities, when, tags)
         chosen = [c for c, _ in top]
         ids = {c.id for c in chosen}
         return ranked(chosen, q.sort) + [c for c in order if c.id not in ids]

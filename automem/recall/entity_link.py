@@ -116,3 +116,17 @@ def admit_linked(pool: CandidatePool, linked: Sequence[LinkedEntity]) -> dict[st
                 max(value, candidate.components.get("entity_link", 0.0)), 4
             )
     return entity_tags(linked)
+
+
+def named_tags(pool: CandidatePool, slugs: frozenset[str]) -> frozenset[str]:
+    """The tags of the pool's read memories that the query names: a tag whose last part, folded
+    as entity slugs are (`speaker:Melanie` -> "melanie"), is one of the query's `slugs`
+    (`query_slugs`). Entity tags are left to entity linking, which weighs them by specificity."""
+    if not slugs:
+        return frozenset()
+    found = set()
+    for candidate in pool.values():
+        for tag in candidate.doc.tags if candidate.doc is not None else ():
+            if not tag.startswith(ENTITY_TAG_PREFIX) and fold(tag.rsplit(":", 1)[-1]) in slugs:
+                found.add(tag)
+    return frozenset(found)

@@ -78,6 +78,7 @@ def expand(
     entities: Mapping[str, float] | None = None,
     episode_hops: int = 1,
     when: Days | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> int:
     """Admit the seeds' neighbours; the seeds' edges are left in `edge_cache` (the relations
     stage reuses them). With an `executor`, entity links and the episode chain are read while
@@ -86,7 +87,7 @@ def expand(
         return 0
     seeds = sorted(pool.values(), key=lambda c: -c.components.get("relevance", 0.0))[:SEEDS]
     relevance_of = {s.id: s.components.get("relevance", 0.0) for s in seeds}
-    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities, when)
+    floor = reachable_floor(pool, q.limit, bool(q.context_tags), q.sort, entities, when, tags)
     offers: Offers = {}
     entity_offers: Future[Offers] | None = None
     if q.expand_entities:

@@ -37,6 +37,11 @@ ENTITY_WEIGHT = 0.05
 # importance), yet a tenth of the score, so a memory far less relevant than the rest cannot
 # climb over them by its date alone. Its share is taken from relevance only when a time is named.
 TIME_WEIGHT = 0.1
+# A memory carrying a tag the query names by its last part ("What does Melanie like?" and
+# `speaker:melanie`; "the apollo launch" and `project:apollo`): the user's own constraint
+# stated in the question, like a named time, so the same weight on the same principle.
+# Its share is taken from relevance only when the query names a tag a candidate carries.
+TAG_WEIGHT = 0.1
 Days = tuple[date, date]  # [first day, day after the last) of the time a query names
 
 
@@ -115,9 +120,13 @@ def relevance(pool: CandidatePool) -> None:
 RELEVANCE_SHARE = 1.0 - IMPORTANCE_WEIGHT - CONTEXT_WEIGHT
 
 
-def relevance_share(entities: Mapping[str, float] | None, when: Days | None = None) -> float:
-    """The share of relevance in the final score: less the entity and time priors' when they apply."""
-    return RELEVANCE_SHARE - (ENTITY_WEIGHT if entities else 0.0) - (TIME_WEIGHT if when else 0.0)
+def relevance_share(
+    entities: Mapping[str, float] | None, when: Days | None = None, tags: frozenset[str] = frozenset()
+) -> float:
+    """The share of relevance in the final score: less the entity, time and tag priors' when
+    they apply."""
+    named = (ENTITY_WEIGHT if entities else 0.0) + (TIME_WEIGHT if when else 0.0)
+    return RELEVANCE_SHARE - named - (TAG_WEIGHT if tags else 0.0)
 
 
 def reachable_floor(
@@ -127,6 +136,7 @@ def reachable_floor(
     sort: str = "score",
     entities: Mapping[str, float] | None = None,
     when: Days | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> float:
     """The least relevance with which a memory could still make the top `limit` (0 when the
     answer is sorted by time: then any candidate may make it).
@@ -139,7 +149,9 @@ def reachable_floor(
     if sort != "score" or len(ranked) < limit:
         return 0.0
     return _relevance_floor(
-        ranked[limit - 1], relevance_share(entities, when), priors_headroom(context_tags, entities, when)
+        ranked[limit - 1],
+        relevance_share(entities, when, tags),
+        priors_headroom(context_tags, entities, when, tags),
     )
 
 
@@ -150,13 +162,16 @@ def _relevance_floor(nth_relevance: float, share: float, headroom: float) -> flo
 
 
 def priors_headroom(
-    context_tags: bool, entities: Mapping[str, float] | None, when: Days | None = None
+    context_tags: bool,
+    entities: Mapping[str, float] | None,
+    when: Days | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> float:
     """The most the priors other than importance can add to a final score: the context boost
     when context tags were given, the entity prior when the query names an entity, the time
-    prior when it names a time."""
+    prior when it names a time, the tag prior when it names a tag."""
     named = (ENTITY_WEIGHT if entities else 0.0) + (TIME_WEIGHT if when else 0.0)
-    return (CONTEXT_WEIGHT if context_tags else 0.0) + named
+    return (CONTEXT_WEIGHT if context_tags else 0.0) + named + (TAG_WEIGHT if tags else 0.0)
 
 
 def read_reachable(
@@ -166,10 +181,13 @@ def read_reachable(
     need: int,
     share: float,
     headroom: float,
+    drop: bool = True,
 ) -> None:
     """Read (`read`: memories into the pool; those gone or not matching the filter leave it)
     only the candidates that can still make the best `need` of a search ranked by score; the
-    others leave the pool unread (expansion brings any of them back on graph evidence).
+    others leave the pool unread (expansion brings any of them back on graph evidence), unless
+    `drop` is false: a second call with other priors then reads what those make reachable
+    (`read` is given only candidates not read yet).
 
     Before graph evidence, a candidate's final score is `share` x relevance + importance x
     IMPORTANCE_WEIGHT, plus at most `headroom` from the other priors. The first read: those
@@ -198,20 +216,26 @@ def read_reachable(
         by_lower = sorted((i for i in first if i in importance), key=lambda i: -lower[i])
         seeds = [i for i in first if i in importance][:SEEDS]
         first = list(dict.fromkeys([*seeds, *by_lower[: need + FINAL_SPARE]]))
-    read(first)
+    _read_unread(pool, first, read)
     # The floor comes from the candidates that were read and matched: when some of the best by
     # relevance fail the filter, candidates beyond the first cut can still make the answer.
     floor = _nth_best_distinct(pool, first, lower, need)
     done = set(first)
     rest = [i for i in by_relevance if i not in done and upper[i] >= floor]
-    read(rest)
-    _drop_all_but(pool, [*first, *rest])
+    _read_unread(pool, rest, read)
+    if drop:
+        drop_unread(pool)
 
 
-def _drop_all_but(pool: CandidatePool, read: list[str]) -> None:
+def _read_unread(pool: CandidatePool, ids: list[str], read: Callable[[list[str]], None]) -> None:
+    unread = [i for i in ids if i in pool.by_id and pool.by_id[i].doc is None]
+    if unread:
+        read(unread)
+
+
+def drop_unread(pool: CandidatePool) -> None:
     """The candidates left unread leave the pool."""
-    kept = set(read)
-    for unread in [i for i in pool.by_id if i not in kept]:
+    for unread in [i for i, c in pool.by_id.items() if c.doc is None]:
         del pool.by_id[unread]
 
 
@@ -240,12 +264,14 @@ def final_scores(
     listing: bool,
     entities: Mapping[str, float] | None = None,
     when: Days | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> None:
     """Combine relevance (or, for listings, importance) with the priors into `score`.
     `entities`: the entity tags the query names (`entity:<kind>:<slug>`), each with its
     specificity; a memory carrying one gets the entity prior (the best of them). `when`: the
-    days of a time the query names; a memory of that time gets the time prior."""
-    share = relevance_share(entities, when)
+    days of a time the query names; a memory of that time gets the time prior. `tags`: the
+    tags the query names (`named_tags`); a memory carrying one gets the tag prior."""
+    share = relevance_share(entities, when, tags)
     for candidate in pool.values():
         if candidate.expanded:
             candidate.components["graph"] = round(candidate.expanded, 4)
@@ -254,7 +280,7 @@ def final_scores(
             candidate.score = round(min(1.0, max(0.0, importance)), 6)
         else:
             base = max(candidate.components.get("relevance", 0.0), candidate.expanded)
-            candidate.score = scored(candidate, base, share, context_tags, entities, when)
+            candidate.score = scored(candidate, base, share, context_tags, entities, when, tags)
 
 
 def scored(
@@ -264,9 +290,11 @@ def scored(
     context_tags: tuple[str, ...],
     entities: Mapping[str, float] | None = None,
     when: Days | None = None,
+    tags: frozenset[str] = frozenset(),
 ) -> float:
     """A searched candidate's final score: `share` x its relevance evidence `base` plus the
-    priors (importance, context tags, named entities, a named time), each noted in its components."""
+    priors (importance, context tags, named entities, a named time, named tags), each noted in
+    its components."""
     importance, boost = _priors(candidate, context_tags)
     score = share * base + IMPORTANCE_WEIGHT * importance + CONTEXT_WEIGHT * boost
     if entities:
@@ -277,6 +305,10 @@ def scored(
         then = 1.0 if of_time(candidate.doc, when) else 0.0
         candidate.components["time"] = then
         score += TIME_WEIGHT * then
+    if tags:
+        carried = 1.0 if candidate.doc is not None and not tags.isdisjoint(candidate.doc.tags) else 0.0
+        candidate.components["tag"] = carried
+        score += TAG_WEIGHT * carried
     return round(min(1.0, max(0.0, score)), 6)
 
 

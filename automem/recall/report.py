@@ -53,6 +53,7 @@ class Tally:
     below_min_score: int = 0
     linked: list[dict[str, Any]] = field(default_factory=list)  # entities the query names
     named_time: dict[str, str] | None = None  # the time the query names (recall.reldates)
+    named_tags: list[str] = field(default_factory=list)  # tags the query names (entity_link)
 
 
 def response(
@@ -104,6 +105,7 @@ def _sections(q: RecallQuery, results: list[Candidate], tally: Tally, listing: b
         "entity_expansion": {"enabled": q.expand_entities and not listing, "expanded_count": via_entity},
         "query_entities": tally.linked,
         "named_time": tally.named_time,
+        "named_tags": tally.named_tags,
         "state_filter": {
             "current_only": q.state_mode == "current",
             "suppressed_count": tally.suppressed,

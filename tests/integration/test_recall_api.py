@@ -525,6 +525,23 @@ def test_a_time_the_query_names_lifts_the_memories_of_that_time(api: Api, jobs: 
     assert windowed["named_time"] is None and len(windowed["results"]) == 2
 
 
+def test_a_tag_the_query_names_lifts_the_memories_carrying_it(api: Api, jobs: Any) -> None:
+    """Two memories about as relevant to the words, one per speaker: the question that names a
+    speaker ranks that speaker's first, and the answer says which tags it read as named."""
+    ann = store(api, "I like hiking in the mountains", tags=["speaker:ann"])
+    bob = store(api, "I like hiking in the hills", tags=["speaker:bob"])
+    jobs()
+    for name, first, second in (("Ann", ann, bob), ("Bob", bob, ann)):
+        body = recall(api, query=f"What does {name} like?", limit=2)
+        assert body["named_tags"] == [f"speaker:{name.lower()}"]
+        assert [r["id"] for r in body["results"]] == [first, second]
+        assert [r["score_components"]["tag"] for r in body["results"]] == [1.0, 0.0]
+    plain = recall(api, query="What do they like?", limit=2)
+    assert plain["named_tags"] == [] and "tag" not in plain["results"][0]["score_components"]
+    listed = recall(api, tags=["speaker"], limit=2)
+    assert listed["named_tags"] == []
+
+
 def test_a_date_resolved_in_the_words_places_a_memory_in_the_named_time(api: Api, jobs: Any) -> None:
     """Written on Monday about "last weekend": enrichment resolved that to 18-19 March, so a
     question about the past weekend counts it as a memory of that time."""

@@ -3,6 +3,7 @@ how linked entities enter the pool and the final score."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,10 +12,19 @@ from automem.recall.entity_link import (
     LinkedEntity,
     admit_linked,
     fold,
+    named_tags,
     query_slugs,
     specificity,
 )
-from automem.recall.fusion import Candidate, CandidatePool, final_scores, reachable_floor
+from automem.recall.fusion import (
+    IMPORTANCE_WEIGHT,
+    RELEVANCE_SHARE,
+    TAG_WEIGHT,
+    Candidate,
+    CandidatePool,
+    final_scores,
+    reachable_floor,
+)
 from tests.unit.recall_doubles import assert_below_the_floor_stays_out, memory
 
 
@@ -86,4 +96,62 @@ def test_the_reachable_floor_holds_with_the_entity_prior(
         pool.by_id[f"m{n}"] = Candidate(f"m{n}", components={"relevance": rel}, doc=doc)
     floor = reachable_floor(pool, limit, context_tags=False, entities=entities)
     final_scores(pool, (), listing=False, entities=entities)
+    assert_below_the_floor_stays_out(pool, floor, limit)
+
+
+def _tagged_pool(rows: dict[str, list[str]], relevance: float = 0.5) -> CandidatePool:
+    pool = CandidatePool()
+    for memory_id, tags in rows.items():
+        doc = memory(memory_id, tags=tags, importance=0.5)
+        pool.by_id[memory_id] = Candidate(memory_id, components={"relevance": relevance}, doc=doc)
+    return pool
+
+
+def test_a_tag_is_named_by_its_last_part() -> None:
+    """Folded as entity slugs are; a tag's other parts, and entity tags (entity linking's, weighed
+    by specificity), name nothing here."""
+    pool = _tagged_pool(
+        {
+            "ann": ["speaker:Ann", "conv:7"],
+            "bob": ["speaker:bob", "entity:person:ann"],
+            "apollo": ["project:Next.js", "speaker"],
+            "unread": [],
+        }
+    )
+    pool.by_id["unread"].doc = None
+    slugs = frozenset(query_slugs("What does Ann's team think of Next.js and the speaker?"))
+    assert named_tags(pool, slugs) == {"speaker:Ann", "project:Next.js", "speaker"}
+    assert named_tags(pool, frozenset(query_slugs("What did conv think?"))) == frozenset()
+    assert named_tags(pool, frozenset()) == frozenset()
+
+
+def test_a_memory_carrying_a_named_tag_gets_the_tag_prior() -> None:
+    """+TAG_WEIGHT to the memories carrying one, taken from relevance's share only when the query
+    names a tag."""
+    pool = _tagged_pool({"ann": ["speaker:ann"], "bob": ["speaker:bob"]})
+    final_scores(pool, (), listing=False, tags=frozenset({"speaker:ann"}))
+    ann, bob = pool.by_id["ann"], pool.by_id["bob"]
+    assert bob.score == pytest.approx((RELEVANCE_SHARE - TAG_WEIGHT) * 0.5 + IMPORTANCE_WEIGHT * 0.5)
+    assert ann.score == pytest.approx(bob.score + TAG_WEIGHT)
+    assert (ann.components["tag"], bob.components["tag"]) == (1.0, 0.0)
+    plain = _tagged_pool({"ann": ["speaker:ann"]})
+    final_scores(plain, (), listing=False)
+    assert plain.by_id["ann"].score == pytest.approx(RELEVANCE_SHARE * 0.5 + IMPORTANCE_WEIGHT * 0.5)
+    assert "tag" not in plain.by_id["ann"].components
+
+
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=20),
+    st.integers(1, 10),
+)
+def test_nothing_below_the_reachable_floor_can_enter_the_top_with_a_named_tag(
+    rows: list[tuple[float, float, bool]], limit: int
+) -> None:
+    tags = frozenset({"speaker:ann"})
+    pool = CandidatePool()
+    for n, (rel, importance, carries) in enumerate(rows):
+        doc = memory(f"m{n}", importance=importance, tags=["speaker:ann"] if carries else [])
+        pool.by_id[f"m{n}"] = Candidate(f"m{n}", components={"relevance": rel}, doc=doc)
+    floor = reachable_floor(pool, limit, context_tags=False, tags=tags)
+    final_scores(pool, (), listing=False, tags=tags)
     assert_below_the_floor_stays_out(pool, floor, limit)

@@ -13,6 +13,7 @@ from automem.recall.fusion import (
     CONTEXT_WEIGHT,
     IMPORTANCE_WEIGHT,
     RELEVANCE_SHARE,
+    TAG_WEIGHT,
     TIME_WEIGHT,
     Candidate,
     CandidatePool,
@@ -221,11 +222,12 @@ _BEYOND = [(0.6, 0.0, 1, 1, 1), *[(0.59 - n * 0.001, 0.0, 1, 2 + n % 5, 1) for n
 
 
 @settings(max_examples=300)
-@example([*_BEYOND, (0.52, 1.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
-@example([*_BEYOND, (0.495, 0.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT)
+@example([*_BEYOND, (0.52, 1.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT, False)
+@example([*_BEYOND, (0.495, 0.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT, False)
+@example([*_BEYOND, (0.52, 1.0, 1, 0, 0)], 1, 2 * CONTEXT_WEIGHT, True)
 # Found by hypothesis: the best by relevance fail the filter, the one that matches lies beyond
 # the first cut.
-@example([*[(0.5, 0.0, 0, 0, 0)] * 5, (0.5, 0.0, 1, 0, 0), (0.5625, 0.0, 0, 0, 0)], 1, 0.0)
+@example([*[(0.5, 0.0, 0, 0, 0)] * 5, (0.5, 0.0, 1, 0, 0), (0.5625, 0.0, 0, 0, 0)], 1, 0.0, False)
 @given(
     st.lists(
         # Relevances bunched as a search's are: many within the priors' reach of each other.
@@ -237,19 +239,24 @@ _BEYOND = [(0.6, 0.0, 1, 1, 1), *[(0.59 - n * 0.001, 0.0, 1, 2 + n % 5, 1) for n
     ),
     st.integers(1, 12),
     st.sampled_from([0.0, CONTEXT_WEIGHT, 2 * CONTEXT_WEIGHT]),
+    st.booleans(),
 )
 def test_reading_only_the_reachable_candidates_keeps_the_answer(
-    rows: list[tuple[float, float, int, int, int]], need: int, headroom: float
+    rows: list[tuple[float, float, int, int, int]], need: int, headroom: float, named: bool
 ) -> None:
     """Whatever the relevances, importances, filter and duplicates: the candidates left unread
-    could not have made the best `need` (the other priors add at most `headroom`)."""
-    share = RELEVANCE_SHARE
+    could not have made the best `need` (the other priors add at most `headroom`). Also when a
+    tag is named (`named`): recall learns that from the memories it read, then reads again with
+    the tag prior's share and headroom, which the final scores apply (a third carry the tag)."""
+    share = RELEVANCE_SHARE - TAG_WEIGHT if named else RELEVANCE_SHARE
     docs = {
         f"m{i}": memory(f"m{i}", importance=imp, content=f"content {dup}")
         for i, (_, imp, _, dup, _) in enumerate(rows)
     }
     eligible = {f"m{i}" for i, row in enumerate(rows) if row[2]}  # a tenth fail the filter
     bonus = {f"m{i}": headroom if row[4] == 0 else 0.0 for i, row in enumerate(rows)}  # a fifth have it
+    if named:
+        bonus = {i: b + (TAG_WEIGHT if int(i[1:]) % 3 == 0 else 0.0) for i, b in bonus.items()}
 
     def fresh_pool() -> CandidatePool:
         pool = CandidatePool()
@@ -271,6 +278,10 @@ def test_reading_only_the_reachable_candidates_keeps_the_answer(
     read_into(everything)(list(everything.by_id))
     reachable = fresh_pool()
     importance = {i: float(d.importance or 0.0) for i, d in docs.items()}
+    if named:  # first as if none were named, keeping the unread
+        plain = RELEVANCE_SHARE
+        read_reachable(reachable, lambda ids: importance, read_into(reachable), need, plain, headroom, False)
+        headroom += TAG_WEIGHT
     read_reachable(reachable, lambda ids: importance, read_into(reachable), need, share, headroom)
     assert all(c.doc is not None for c in reachable.values())
     assert _top_scores(reachable, bonus, share, need) == _top_scores(everything, bonus, share, need)
