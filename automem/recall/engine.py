@@ -399,7 +399,7 @@ class RecallEngine:
         def read(tags: frozenset[str], drop: bool) -> None:
             read_reachable(
                 pool,
-                self.svc.graph.importance_of,
+                lambda ids: self._importances(pool, ids),
                 lambda ids: self._read_into(pool, flt, ids),
                 need=q.limit + q.offset,
                 share=relevance_share(entities, when, tags),
@@ -415,6 +415,17 @@ class RecallEngine:
             return tags
         read(tags, drop=True)
         return named_tags(pool, slugs)  # the second read may bring more of them
+
+    def _importances(self, pool: CandidatePool, ids: list[str]) -> dict[str, float]:
+        """Each candidate's importance: from its memory where it was read already (a second read
+        pass asks again), from the graph for the others."""
+        known = {
+            i: float(c.doc.importance or 0.0)
+            for i in ids
+            if (c := pool.by_id.get(i)) is not None and c.doc is not None
+        }
+        unread = [i for i in ids if i not in known]
+        return {**known, **(self.svc.graph.importance_of(unread) if unread else {})}
 
     def _read_into(self, pool: CandidatePool, flt: RecallFilter, ids: list[str]) -> None:
         """Read these candidates' memories; those gone or not matching the filter leave the pool."""
