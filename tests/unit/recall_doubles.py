@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import strategies as st
+
 from automem.recall.fusion import CandidatePool
 from automem.recall.query import RecallQuery
 from automem.record import MemoryRecord
@@ -149,3 +151,9 @@ class TinyGraph:
         ]
         found.sort(key=lambda e: e.at, reverse=True)
         return [(e.a, e.b, e.type) for e in found]
+
+
+# Candidates as (relevance, importance, whether a prior applies to it), and a limit: what the
+# reachable-floor properties draw.
+flagged_rows = st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=20)
+limits = st.integers(1, 10)

@@ -25,7 +25,7 @@ from automem.recall.fusion import (
     final_scores,
     reachable_floor,
 )
-from tests.unit.recall_doubles import assert_below_the_floor_stays_out, memory
+from tests.unit.recall_doubles import assert_below_the_floor_stays_out, flagged_rows, limits, memory
 
 
 def test_a_query_is_looked_up_as_every_run_that_could_be_a_name() -> None:
@@ -140,10 +140,7 @@ def test_a_memory_carrying_a_named_tag_gets_the_tag_prior() -> None:
     assert "tag" not in plain.by_id["ann"].components
 
 
-@given(
-    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=20),
-    st.integers(1, 10),
-)
+@given(flagged_rows, limits)
 def test_nothing_below_the_reachable_floor_can_enter_the_top_with_a_named_tag(
     rows: list[tuple[float, float, bool]], limit: int
 ) -> None:

@@ -24,7 +24,7 @@ from automem.recall.fusion import (
     read_reachable,
     relevance,
 )
-from tests.unit.recall_doubles import assert_below_the_floor_stays_out, memory
+from tests.unit.recall_doubles import assert_below_the_floor_stays_out, flagged_rows, limits, memory
 
 
 def pool_of(vector: list[tuple[str, float]], keyword: list[tuple[str, float]]) -> CandidatePool:
@@ -116,10 +116,7 @@ def test_a_memory_of_the_named_time_gets_the_time_prior() -> None:
     assert [c.components["time"] for c in (that_day, told_later, other)] == [1.0, 1.0, 0.0]
 
 
-@given(
-    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=20),
-    st.integers(1, 10),
-)
+@given(flagged_rows, limits)
 def test_nothing_below_the_reachable_floor_can_enter_the_top_with_a_named_time(
     rows: list[tuple[float, float, bool]], limit: int
 ) -> None:
