@@ -362,11 +362,14 @@ class VectorSync:
         RANK_CHECK_SECONDS until it does)."""
         if self._ranked or self.vectors is None:
             return self._ranked
-        now = time.monotonic()
-        if now - self._rank_checked_at >= RANK_CHECK_SECONDS:
-            self._rank_checked_at = now
-            self._ranked = self.vectors.count(UNRANKED) == 0
+        if time.monotonic() - self._rank_checked_at >= RANK_CHECK_SECONDS:
+            self._check_ranked()
         return self._ranked
+
+    def _check_ranked(self) -> None:
+        assert self.vectors is not None
+        self._rank_checked_at = time.monotonic()
+        self._ranked = self.vectors.count(UNRANKED) == 0
 
     def fill_ranks(self, page: int = 1000) -> int:
         """Give each point written before ranks existed its `rank`, from its own payload (a point
@@ -387,9 +390,7 @@ class VectorSync:
                 break
         if filled:
             log.info("ranked %d points written before ranks existed", filled)
-        # Settled here, off the request path, rather than by the next listing's count.
-        self._rank_checked_at = time.monotonic()
-        self._ranked = self.vectors.count(UNRANKED) == 0
+        self._check_ranked()  # settled here, off the request path, not by the next listing
         return filled
 
     def waiting_ids(self, limit: int) -> list[str] | None:

@@ -380,7 +380,7 @@ class RecallEngine:
         for candidate in pool.values():  # a listing's memories were read by the listing
             if candidate.doc is None or not flt.matches(candidate.doc):
                 del pool.by_id[candidate.id]
-        return named_tags(pool, slugs)
+        return frozenset()  # listings and time-sorted recalls have no tag prior (`_tag_slugs`)
 
     def _read_reachable(
         self,
