@@ -73,9 +73,9 @@ def queue_embedding(
     """Queue embedding jobs for memories lacking a current vector of this model (`every`: all),
     at most `limit` memories, `batch_size` a job (default EMBEDDING_BATCH_SIZE); with `run`, the
     jobs report that re-embedding run's progress."""
-    queued, after = 0, ""
+    queued = 0
     size = batch_size or svc.settings.embedding_batch_size
-    while rows := svc.graph.reembed_page(svc.embedder.label, every, after, page):
+    for rows in svc.graph.reembed_pages(svc.embedder.label, every, page):
         if limit is not None:
             rows = rows[: max(0, limit - queued)]
             if not rows:
@@ -89,23 +89,21 @@ def queue_embedding(
                 queued += len(chunk)
             elif run:  # the same work was already waiting in a job of its own
                 svc.queue_redis.hincrby(REEMBED_KEY, "queued", -len(chunk))
-        after = rows[-1][0]
     return queued
 
 
 def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE, tenant: str | None = None) -> int:
     """Queue every active memory (of `tenant`, or of all) not enriched at the current version
     (with `force`, every active memory)."""
-    queued, after = 0, ""
+    queued = 0
     version = 1 << 30 if force else ENRICHMENT_VERSION
-    while ids := svc.graph.ids_needing_enrichment(page, after, version, retry_failed=force, tenant=tenant):
+    for ids in svc.graph.enrichment_pages(page, version, retry_failed=force, tenant=tenant):
         docs = svc.graph.get_memories(ids)
         owners = {m.id: m.tenant for m in docs}
         entries = [(m.id, m.version) for m in sorted(docs, key=lambda m: m.id)]
         for owner, part in by_tenant(entries, owners, ENRICH_CHUNK):
             if svc.jobs.enqueue_enrich([i for i, _ in part], [v for _, v in part], force=force, tenant=owner):
                 queued += len(part)
-        after = ids[-1]
     return queued
 
 

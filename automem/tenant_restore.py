@@ -161,12 +161,7 @@ def _staged_end(end: dict[str, Any], tenant: str) -> dict[str, Any]:
 
 
 def _ids_of(svc: Services, tenant: str) -> list[str]:
-    ids: list[str] = []
-    after = ""
-    while page := svc.graph.tenant_ids_after(tenant, after, PAGE):
-        ids += page
-        after = page[-1]
-    return ids
+    return [i for page in svc.graph.tenant_id_pages(tenant, PAGE) for i in page]
 
 
 def _refresh_vectors(svc: Services, old_ids: list[str], new_ids: list[str]) -> None:

@@ -179,12 +179,10 @@ class VectorSync:
         memory (`stale`), points without a memory (`orphaned`); counts and a sample of each."""
         assert self.vectors is not None
         found: dict[str, list[str]] = {"missing": [], "stale": [], "orphaned": []}
-        after = ""
-        while rows := self.graph.revs_page(after, page):
+        for rows in self.graph.revs_pages(page):
             stored = self._stored_revs([i for i, _ in rows])
             found["missing"] += [i for i, _ in rows if i not in stored]
             found["stale"] += [i for i, rev in rows if i in stored and stored[i] < rev]
-            after = rows[-1][0]
         found["orphaned"] = self.orphans(page)
         return {key: {"count": len(ids), "sample": ids[:sample]} for key, ids in found.items()}
 
@@ -217,14 +215,13 @@ class VectorSync:
         Covers writes lost between the graph commit and the vector write (a crash there, a lost
         stream entry). Orphan points of purged memories are left to the purge/rebuild tools."""
         assert self.vectors is not None
-        repaired, after = 0, ""
-        while rows := self.graph.revs_page(after, page):
+        repaired = 0
+        for rows in self.graph.revs_pages(page):
             stored = self._stored_revs([i for i, _ in rows])
             stale = [memory_id for memory_id, rev in rows if force or stored.get(memory_id, -1) < rev]
             if stale:
                 self.apply(stale, rewrite=force)
                 repaired += len(stale)
-            after = rows[-1][0]
         if repaired:
             log.warning("vector repair re-applied %d memories from the graph", repaired)
         return repaired

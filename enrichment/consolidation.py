@@ -422,10 +422,7 @@ class Consolidator:
 
     # --- decay and forget: one scoring pass over every active memory -----------------------------
     def _pages(self) -> Iterator[list[tuple[MemoryRecord, int]]]:
-        after = ""
-        while page := self.graph.scoring_page(after, PAGE):
-            yield page
-            after = page[-1][0].id
+        return self.graph.scoring_pages(PAGE)
 
     def decay(self, ctx: _Pass) -> dict[str, Any]:
         rate = self.settings.consolidation_base_decay_rate

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 MIGRATION_PAGE = 2000
 # Internal node ids per query of a migration that walks the graph by id windows.
 MIGRATION_WINDOW = 20_000
+# Internal node ids one query of a walk over every memory reads (CypherGraph._walk): a memory
+# holds about three node ids (itself, its vector node, a share of the entities), so a window
+# yields up to ~1,400 memories and a page of 1,000 seldom needs two queries.
+WALK_SPAN = 4096
 
 T = TypeVar("T")
 ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "updated_asc"]
@@ -308,6 +312,38 @@ class CypherGraph:
             command += ["timeout", self.read_timeout_ms]
         return self._run(lambda: read_rows(self.db.connection.execute_command(*command), self.graph))
 
+    def _walk(
+        self, where: str, returns: str, params: dict[str, Any] | None, limit: int, then: str = ""
+    ) -> Iterator[list[list[Any]]]:
+        """Every memory `m` matching `where`, a page of at most `limit` rows at a time, in internal
+        id order. Each query reads one window of WALK_SPAN node ids, which FalkorDB seeks by id, so
+        a whole walk costs the graph's size once. (Pages of `m.id > $after ORDER BY m.id LIMIT n`
+        made FalkorDB sort every memory past the cursor for each page: a walk grew with the square
+        of the store, 15 s of FalkorDB's CPU at 100k; docs/performance.md, "Walks over every
+        memory".) A memory written after the walk began may be missed, as before: callers cover
+        those otherwise (the hand-off stream, the next reconcile).
+
+        `where` must not compare an indexed property directly (`m.state = 'active'`): FalkorDB
+        would scan that index instead of the window. `toString(m.state) = 'active'` means the
+        same for a string property and leaves the window's seek in place (tests/integration/
+        test_walks.py reads every walk's plan). `then` runs on each page's memories before the
+        RETURN and must keep `m`. Rows come without the internal id."""
+        top = self._ro("MATCH (m:Memory) RETURN max(id(m))")
+        if not top or top[0][0] is None:
+            return
+        cypher = (
+            f"MATCH (m:Memory) WHERE id(m) > $walk_after AND id(m) <= $walk_high AND ({where}) "
+            f"WITH m ORDER BY id(m) LIMIT $walk_limit {then} RETURN id(m), {returns} ORDER BY id(m)"
+        )
+        after, last = -1, int(top[0][0])
+        while after < last:
+            window = {"walk_after": after, "walk_high": after + WALK_SPAN, "walk_limit": limit}
+            rows = self._ro(cypher, (params or {}) | window)
+            if rows:
+                yield [row[1:] for row in rows]
+            # A full page may have stopped inside the window: go on from its last memory.
+            after = int(rows[-1][0]) if len(rows) >= limit else after + WALK_SPAN
+
     def ping(self) -> bool:
         try:
             return bool(self.db.connection.ping())
@@ -449,27 +485,20 @@ class GraphStore(
 
     def _add_time_keys(self) -> int:
         """Migrate a store written before TIME_KEY: set it on every memory with a timestamp, a
-        page of ids at a time (an id-range seek, so the pass is linear). Returns memories set."""
+        page at a time (a walk: linear in the store). Returns memories set."""
         missing = (
             f"MATCH (m:Memory) WHERE m.{TIME_KEY} IS NULL AND m.timestamp IS NOT NULL RETURN m.id LIMIT 1"
         )
         if not self._ro(missing):
             return 0
-        done, after = 0, ""
-        while True:
-            page = self._ro(
-                f"MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.timestamp, m.{TIME_KEY} "
-                "ORDER BY m.id LIMIT $n",
-                {"after": after, "n": MIGRATION_PAGE},
-            )
-            if not page:
-                return done
+        done = 0
+        for page in self._walk("true", f"m.id, m.timestamp, m.{TIME_KEY}", None, MIGRATION_PAGE):
             rows = [{"id": i, "t": epoch_us(str(ts))} for i, ts, have in page if ts and have is None]
             if rows:
                 cypher = f"UNWIND $rows AS r MATCH (m:Memory {{id: r.id}}) SET m.{TIME_KEY} = r.t"
                 self._query(cypher, {"rows": rows})
                 done += len(rows)
-            after = str(page[-1][0])
+        return done
 
     def _existing_indexes(self) -> dict[tuple[str, str, str], Any]:
         """(label, kind, property) -> index options, for every index of the graph."""
@@ -851,19 +880,17 @@ class GraphStore(
             "enrichment_failed": failed,
         }
 
-    def reembed_page(self, label: str, every: bool, after: str, limit: int) -> list[tuple[str, str]]:
-        """(id, content_hash) of memories to re-embed with the model `label`: those lacking its
-        vector for their current content, or (`every`) all of them. Client-supplied vectors are
-        the client's and are left alone."""
-        cypher = """
-        MATCH (m:Memory)
-        WHERE m.id > $after AND m.state <> 'deleted' AND coalesce(m.embedding_model, '') <> 'client'
+    def reembed_pages(self, label: str, every: bool, limit: int) -> Iterator[list[tuple[str, str]]]:
+        """(id, content_hash) of memories to re-embed with the model `label`, a page at a time:
+        those lacking its vector for their current content, or (`every`) all of them.
+        Client-supplied vectors are the client's and are left alone."""
+        where = """
+        toString(m.state) <> 'deleted' AND coalesce(m.embedding_model, '') <> 'client'
           AND ($every OR m.embedding_hash IS NULL OR m.embedding_hash <> m.content_hash
                OR m.embedding_model <> $label)
-        RETURN m.id, m.content_hash ORDER BY m.id LIMIT $limit
         """
-        params = {"label": label, "every": every, "after": after, "limit": limit}
-        return [(row[0], row[1]) for row in self._ro(cypher, params)]
+        for rows in self._walk(where, "m.id, m.content_hash", {"label": label, "every": every}, limit):
+            yield [(row[0], row[1]) for row in rows]
 
     def embedding_progress(self, label: str, since: str | None = None) -> dict[str, int]:
         """Memories (not deleted, not client-embedded) and how many carry a current vector of
@@ -885,32 +912,30 @@ class GraphStore(
         cypher = "MATCH (m:Memory) WHERE m.id IN $ids RETURN m.id"
         return {row[0] for row in self._ro(cypher, {"ids": list(ids)})}
 
-    def revs_page(self, after: str, limit: int) -> list[tuple[str, int]]:
-        """(id, rev) of every memory in id order after `after`: what the vector store mirrors."""
-        cypher = "MATCH (m:Memory) WHERE m.id > $after RETURN m.id, m.rev ORDER BY m.id LIMIT $limit"
-        return [(row[0], int(row[1] or 0)) for row in self._ro(cypher, {"after": after, "limit": limit})]
+    def revs_pages(self, limit: int) -> Iterator[list[tuple[str, int]]]:
+        """(id, rev) of every memory, a page at a time: what the vector store mirrors."""
+        for rows in self._walk("true", "m.id, m.rev", None, limit):
+            yield [(row[0], int(row[1] or 0)) for row in rows]
 
     # --- enrichment ---------------------------------------------------------------------------
-    def ids_needing_enrichment(
+    def enrichment_pages(
         self,
         limit: int,
-        after: str = "",
         version: int = 0,
         retry_failed: bool = False,
         tenant: str | None = None,
-    ) -> list[str]:
-        """Active memories (of `tenant`, or every tenant) never enriched, changed since, or
-        enriched by an older enricher; one whose enrichment failed at its current version only
-        with `retry_failed`."""
-        cypher = """
-        MATCH (m:Memory)
-        WHERE m.id > $after AND m.state = 'active' AND ($tenant IS NULL OR m.tenant = $tenant)
+    ) -> Iterator[list[str]]:
+        """Ids of active memories (of `tenant`, or every tenant) never enriched, changed since,
+        or enriched by an older enricher, a page at a time; one whose enrichment failed at its
+        current version only with `retry_failed`."""
+        where = """
+        toString(m.state) = 'active' AND ($tenant IS NULL OR toString(m.tenant) = $tenant)
           AND (coalesce(m.enriched, false) = false OR coalesce(m.enrichment_version, 0) < $version)
           AND ($retry OR coalesce(m.enrich_failed_version, -1) <> m.version)
-        RETURN m.id ORDER BY m.id LIMIT $limit
         """
-        params = {"after": after, "limit": limit, "version": version, "retry": retry_failed, "tenant": tenant}
-        return [row[0] for row in self._ro(cypher, params)]
+        params = {"version": version, "retry": retry_failed, "tenant": tenant}
+        for rows in self._walk(where, "m.id", params, limit):
+            yield [row[0] for row in rows]
 
     def record_job_failure(self, memory_id: str, event: dict[str, Any], enrichment: bool) -> bool:
         """A history event saying a job could not process this memory (its fields stay as they

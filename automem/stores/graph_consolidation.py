@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
@@ -46,13 +46,17 @@ def _cols(fields: Sequence[str], alias: str = "m") -> str:
 
 
 class ConsolidationQueries:
-    """Mixed into GraphStore, which provides `_ro` and `_query`."""
+    """Mixed into GraphStore, which provides `_ro`, `_query` and `_walk`."""
 
     if TYPE_CHECKING:
 
         def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]: ...
 
         def _query(self, cypher: str, params: dict[str, Any] | None = None) -> Any: ...
+
+        def _walk(
+            self, where: str, returns: str, params: dict[str, Any] | None, limit: int, then: str = ""
+        ) -> Iterator[list[list[Any]]]: ...
 
     # --- schema -------------------------------------------------------------------------------
     def ensure_consolidation_schema(self) -> None:
@@ -67,20 +71,17 @@ class ConsolidationQueries:
                     raise
 
     # --- reads for the passes -----------------------------------------------------------------
-    def scoring_page(self, after: str, limit: int) -> list[tuple[MemoryRecord, int]]:
-        """(memory, links) of active memories after `after` in id order, where `links` counts the
-        distinct other memories (not deleted) it shares an edge with. Fills the decay pass's
-        fields (_SCORE_FIELDS)."""
-        cypher = f"""
-        MATCH (m:Memory) WHERE m.id > $after AND m.state = 'active'
-        WITH m ORDER BY m.id LIMIT $limit
+    def scoring_pages(self, limit: int) -> Iterator[list[tuple[MemoryRecord, int]]]:
+        """(memory, links) of every active memory, a page at a time (a walk: see
+        GraphStore._walk), where `links` counts the distinct other memories (not deleted) it
+        shares an edge with. Fills the decay pass's fields (_SCORE_FIELDS)."""
+        then = """
         OPTIONAL MATCH (m)-[]-(o:Memory) WHERE o.id <> m.id AND o.state <> 'deleted'
         WITH m, count(DISTINCT o) AS links
-        RETURN {_cols(_SCORE_FIELDS)}, links
-        ORDER BY m.id
         """
-        rows = self._ro(cypher, {"after": after, "limit": limit})
-        return [(MemoryRecord.from_values(_SCORE_FIELDS, row[:-1]), int(row[-1] or 0)) for row in rows]
+        returns = f"{_cols(_SCORE_FIELDS)}, links"
+        for rows in self._walk("toString(m.state) = 'active'", returns, None, limit, then):
+            yield [(MemoryRecord.from_values(_SCORE_FIELDS, row[:-1]), int(row[-1] or 0)) for row in rows]
 
     def vector_page(self, after: str, limit: int, min_relevance: float | None = None) -> list[MemoryRecord]:
         """Active memories with an embedding after `after` in id order (unscored ones included),

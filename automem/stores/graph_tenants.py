@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK
@@ -14,6 +14,10 @@ class TenantQueries:
     if TYPE_CHECKING:
 
         def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]: ...
+
+        def _walk(
+            self, where: str, returns: str, params: dict[str, Any] | None, limit: int, then: str = ""
+        ) -> Iterator[list[list[Any]]]: ...
 
         def _query(self, cypher: str, params: dict[str, Any] | None = None) -> Any: ...
 
@@ -76,13 +80,10 @@ class TenantQueries:
             if removed < 5000:
                 return total
 
-    def tenant_ids_after(self, tenant: str, after: str, limit: int) -> list[str]:
-        """The tenant's memory ids in order, from after `after` (a page of a full listing)."""
-        cypher = """
-        MATCH (m:Memory) WHERE m.tenant = $tenant AND m.id > $after
-        RETURN m.id ORDER BY m.id LIMIT $limit
-        """
-        return [str(r[0]) for r in self._ro(cypher, {"tenant": tenant, "after": after, "limit": limit})]
+    def tenant_id_pages(self, tenant: str, limit: int) -> Iterator[list[str]]:
+        """Every memory id of the tenant, a page at a time (a walk: see GraphStore._walk)."""
+        for rows in self._walk("toString(m.tenant) = $tenant", "m.id", {"tenant": tenant}, limit):
+            yield [str(r[0]) for r in rows]
 
     def commit_staged_tenant(self, staging: str, tenant: str, mark: str) -> int:
         """In one query (one transaction: all of it or none): delete every node of `tenant`,

@@ -54,7 +54,7 @@ def test_sync_takes_automems_body(api: Api, services: Any, jobs: Any) -> None:
     api.post("/memory", json={"content": "Keep me in sync"})
     jobs()
     assert services.vectors is not None
-    services.vectors.delete([services.graph.revs_page("", 10)[0][0]])
+    services.vectors.delete([next(services.graph.revs_pages(10))[0][0]])
     dry = api.post("/admin/sync", json={"dry_run": True, "batch_size": 32}, headers=ADMIN).get_json()
     assert_fields(dry, {"status", "falkordb_count", "qdrant_count", "missing_count", "orphaned_count"})
     assert (dry["missing_count"], dry["qdrant_count"]) == (1, 0)

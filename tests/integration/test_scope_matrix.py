@@ -164,7 +164,7 @@ def _state(services: Services) -> tuple[Any, ...]:
     access = services.keys.store
     return (
         graph.graph_counts(),
-        graph.revs_page("", 100_000),
+        sorted(r for page in graph.revs_pages(100_000) for r in page),
         access.list_keys(),
         access.list_tenants(),
     )

@@ -1,0 +1,140 @@
+"""Walks over every memory (GraphStore._walk: the vector repair and audit, the reconcile's
+backlog, a tenant's ids, the decay pass, the time-key migration) visit each matching memory
+exactly once, whatever the node ids between them and the page and window sizes; and each walk's
+query seeks its window of node ids instead of scanning an index (what keeps a walk linear)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from automem.services import Services
+from automem.stores import graph as graph_module
+from automem.stores.graph_lifecycle import TIME_KEY
+
+# One node of the graph before the walk: a memory (state, tenant, enriched) or another node
+# (an entity), so memories' internal ids have gaps of every size.
+_memory = st.tuples(
+    st.just("memory"),
+    st.sampled_from(["active", "active", "deleted", "archived"]),
+    st.sampled_from(["a", "b"]),
+    st.booleans(),
+)
+_other = st.tuples(st.just("entity"), st.just(""), st.just(""), st.just(False))
+_nodes = st.lists(st.one_of(_memory, _other), max_size=40)
+
+
+def _build(services: Services, nodes: list[tuple[str, str, str, bool]], dropped: set[int]) -> None:
+    graph = services.graph
+    graph._query("MATCH (n) WHERE n:Memory OR n:Entity DETACH DELETE n")
+    for n, (kind, state, tenant, enriched) in enumerate(nodes):
+        if kind == "entity":
+            graph._query("CREATE (:Entity {key: $key})", {"key": f"topic:{uuid.uuid4()}"})
+            continue
+        props = {"id": str(uuid.uuid4()), "state": state, "tenant": tenant, "enriched": enriched}
+        graph._query("CREATE (m:Memory) SET m = $p, m.rev = $n, m.version = 1", {"p": props, "n": n})
+    # Deleting some leaves holes that FalkorDB reuses for the next nodes it creates.
+    for n in sorted(dropped):
+        graph._query("MATCH (m:Memory) WHERE m.rev = $n DETACH DELETE m", {"n": n})
+
+
+def _ids(services: Services, where: str = "true", params: dict[str, Any] | None = None) -> list[str]:
+    return sorted(r[0] for r in services.graph._ro(f"MATCH (m:Memory) WHERE {where} RETURN m.id", params))
+
+
+def _flat(pages: Iterator[list[Any]], limit: int) -> list[Any]:
+    out = []
+    for page in pages:
+        assert 0 < len(page) <= limit
+        out += page
+    return out
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    nodes=_nodes,
+    dropped=st.sets(st.integers(0, 39), max_size=6),
+    limit=st.integers(1, 5),
+    span=st.integers(1, 9),
+)
+def test_every_walk_visits_each_matching_memory_once(
+    services: Services,
+    monkeypatch: pytest.MonkeyPatch,
+    nodes: list[tuple[str, str, str, bool]],
+    dropped: set[int],
+    limit: int,
+    span: int,
+) -> None:
+    monkeypatch.setattr(graph_module, "WALK_SPAN", span)
+    _build(services, nodes, dropped)
+    graph = services.graph
+    revs = _flat(graph.revs_pages(limit), limit)
+    assert sorted(i for i, _ in revs) == _ids(services)
+    assert len(revs) == len({i for i, _ in revs})
+    assert sorted(_flat(graph.tenant_id_pages("a", limit), limit)) == _ids(services, "m.tenant = 'a'")
+    unenriched = "m.state = 'active' AND m.enriched = false"
+    assert sorted(_flat(graph.enrichment_pages(limit, version=0), limit)) == _ids(services, unenriched)
+    assert sorted(_flat(graph.enrichment_pages(limit, version=0, tenant="b"), limit)) == _ids(
+        services, unenriched + " AND m.tenant = 'b'"
+    )
+    scored = [doc.id for doc, _ in _flat(graph.scoring_pages(limit), limit)]
+    assert sorted(scored) == _ids(services, "m.state = 'active'") and len(scored) == len(set(scored))
+
+
+def test_a_walk_reads_pages_in_id_order_and_the_decay_pass_counts_links(services: Services) -> None:
+    _build(services, [("memory", "active", "a", False)] * 3, set())
+    ids = [r[0] for r in services.graph._ro("MATCH (m:Memory) RETURN m.id ORDER BY id(m)")]
+    link = "MATCH (a:Memory {id: $a}), (b:Memory {id: $b}) CREATE (a)-[:RELATES_TO]->(b)"
+    services.graph._query(link, {"a": ids[0], "b": ids[2]})
+    pages = list(services.graph.scoring_pages(2))
+    assert [[(doc.id, links) for doc, links in page] for page in pages] == [
+        [(ids[0], 1), (ids[1], 0)],
+        [(ids[2], 1)],
+    ]
+
+
+def _plans(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Run every walk once and return FalkorDB's plan of each window query it sent."""
+    graph = services.graph
+    sent: list[tuple[str, dict[str, Any] | None]] = []
+    read = graph._ro
+
+    def recording(cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        if "walk_after" in cypher:
+            sent.append((cypher, params))
+        return read(cypher, params)
+
+    monkeypatch.setattr(graph, "_ro", recording)
+    for pages in (
+        graph.revs_pages(10),
+        graph.reembed_pages("model", True, 10),
+        graph.enrichment_pages(10, version=1, tenant="a"),
+        graph.tenant_id_pages("a", 10),
+        graph.scoring_pages(10),
+    ):
+        list(pages)
+    graph._query(f"MATCH (m:Memory) SET m.{TIME_KEY} = null, m.timestamp = '2025-01-01T00:00:00Z'")
+    graph._add_time_keys()
+    monkeypatch.setattr(graph, "_ro", read)
+    plans = []
+    for cypher, params in sent:
+        command = ["GRAPH.EXPLAIN", graph.graph_name, graph_module.cypher_params(params) + cypher]
+        reply = graph.db.connection.execute_command(*command)
+        plans.append(" / ".join((x.decode() if isinstance(x, bytes) else x).strip() for x in reply))
+    return plans
+
+
+def test_each_walk_seeks_its_window_of_node_ids(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    _build(services, [("memory", "active", "a", False), ("memory", "archived", "b", True)], set())
+    plans = _plans(services, monkeypatch)
+    assert len(plans) == 6
+    for plan in plans:
+        # An index scan of (m:Memory) would read every memory the indexed condition matches
+        # for each window: a walk would grow with the square of the store again.
+        assert "Node By Label and ID Scan | (m:Memory)" in plan, plan
+        assert "Node By Index Scan | (m:Memory)" not in plan, plan
