@@ -553,32 +553,35 @@ class Consolidator:
 
     # --- clustering -------------------------------------------------------------------------------
     def _cluster_pool(self) -> tuple[list[MemoryRecord], np.ndarray, bool]:
+        """The memories to cluster and their unit vectors (float16): every active memory, or,
+        beyond CLUSTER_VECTOR_BUDGET, a uniform sample of them read in one pass (the bool)."""
         floor = self.settings.consolidation_archive_threshold
+        first = next(iter(self.graph.vector_pages(1, floor)), [])
+        if not first or not first[0].embedding:
+            return [], np.zeros((0, 0), dtype=np.float16), False
+        budget = self._cluster_budget(len(first[0].embedding))
+        active = self.graph.active_memory_count()
+        keep = min(1.0, budget / active) if active else 1.0
         docs: list[MemoryRecord] = []
         blocks: list[np.ndarray] = []
-        limit: int | None = None
-        truncated, after = False, ""
-        while page := self.graph.vector_page(after, PAGE, floor):
-            after = page[-1].id
-            page = [d for d in page if d.embedding]
-            if not page:
-                continue
+        truncated = keep < 1.0
+        for page in self.graph.vector_pages(PAGE, floor, keep):
             block = unit_rows([d.embedding for d in page if d.embedding]).astype(np.float16)
             for d in page:
                 d.embedding = None  # the float16 block holds it now
-            if limit is None:
-                limit = max(CLUSTER_EXACT_LIMIT, CLUSTER_VECTOR_BUDGET // (2 * block.shape[1]))
-            room = limit - len(docs)
-            if room <= 0:
-                truncated = True
-                break
-            docs += page[:room]
-            blocks.append(block[:room])
+            # The block's own width: vectors of an older model may still be stored.
+            room = self._cluster_budget(block.shape[1]) - len(docs)
+            docs += page[: max(0, room)]
+            blocks.append(block[: max(0, room)])
             if len(page) > room:
                 truncated = True
                 break
         unit = np.concatenate(blocks) if blocks else np.zeros((0, 0), dtype=np.float16)
         return docs, unit, truncated
+
+    @staticmethod
+    def _cluster_budget(dimension: int) -> int:
+        return max(CLUSTER_EXACT_LIMIT, CLUSTER_VECTOR_BUDGET // (2 * max(1, dimension)))
 
     def cluster(self, ctx: _Pass) -> dict[str, Any]:
         docs, unit, truncated = self._cluster_pool()

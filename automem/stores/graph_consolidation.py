@@ -97,6 +97,24 @@ class ConsolidationQueries:
         rows = self._ro(cypher, {"after": after, "limit": limit, "min": min_relevance})
         return [MemoryRecord.from_values(_VECTOR_FIELDS, row) for row in rows]
 
+    def vector_pages(
+        self, limit: int, min_relevance: float | None = None, keep: float = 1.0
+    ) -> Iterator[list[MemoryRecord]]:
+        """Active memories with an embedding (unscored ones included), with the similarity
+        passes' fields (_VECTOR_FIELDS), a page at a time (a walk: see GraphStore._walk); with
+        `keep` < 1 each is taken with that probability, so one pass reads a uniform sample."""
+        where = """
+        toString(m.state) = 'active' AND ($keep >= 1.0 OR rand() < $keep)
+          AND ($min IS NULL OR m.relevance_score IS NULL OR m.relevance_score >= $min)
+        """
+        # OPTIONAL: one row per memory of the page (the walk counts a page's rows).
+        then = f"OPTIONAL MATCH (v:{VECTOR_LABEL} {{id: m.id}})"
+        returns = f"{_cols(_VECTOR_FIELDS[:-1])}, v.embedding"
+        for rows in self._walk(where, returns, {"min": min_relevance, "keep": keep}, limit, then):
+            docs = [MemoryRecord.from_values(_VECTOR_FIELDS, row) for row in rows if row[-1]]
+            if docs:
+                yield docs
+
     def active_memory_count(self) -> int:
         rows = self._ro("MATCH (m:Memory) WHERE m.state = 'active' RETURN count(m)")
         return int(rows[0][0]) if rows else 0

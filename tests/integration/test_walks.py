@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from automem.services import Services
 from automem.stores import graph as graph_module
-from automem.stores.graph_lifecycle import TIME_KEY
+from automem.stores.graph_lifecycle import TIME_KEY, VECTOR_LABEL
+from enrichment import consolidation
 
-# One node of the graph before the walk: a memory (state, tenant, enriched) or another node
-# (an entity), so memories' internal ids have gaps of every size.
+# One node of the graph before the walk: a memory (state, tenant, enriched: also whether it has
+# a vector node) or another node (an entity), so memories' internal ids have gaps of every size.
 _memory = st.tuples(
     st.just("memory"),
     st.sampled_from(["active", "active", "deleted", "archived"]),
@@ -26,18 +27,22 @@ _memory = st.tuples(
     st.booleans(),
 )
 _other = st.tuples(st.just("entity"), st.just(""), st.just(""), st.just(False))
+VECTOR = [0.5] * 384
 _nodes = st.lists(st.one_of(_memory, _other), max_size=40)
 
 
 def _build(services: Services, nodes: list[tuple[str, str, str, bool]], dropped: set[int]) -> None:
     graph = services.graph
-    graph._query("MATCH (n) WHERE n:Memory OR n:Entity DETACH DELETE n")
+    graph._query(f"MATCH (n) WHERE n:Memory OR n:Entity OR n:{VECTOR_LABEL} DETACH DELETE n")
     for n, (kind, state, tenant, enriched) in enumerate(nodes):
         if kind == "entity":
             graph._query("CREATE (:Entity {key: $key})", {"key": f"topic:{uuid.uuid4()}"})
             continue
         props = {"id": str(uuid.uuid4()), "state": state, "tenant": tenant, "enriched": enriched}
         graph._query("CREATE (m:Memory) SET m = $p, m.rev = $n, m.version = 1", {"p": props, "n": n})
+        if enriched:  # a vector node too (any flag serves: the walks read them apart)
+            cypher = f"CREATE (:{VECTOR_LABEL} {{id: $id, embedding: vecf32($v)}})"
+            graph._query(cypher, {"id": props["id"], "v": VECTOR})
     # Deleting some leaves holes that FalkorDB reuses for the next nodes it creates.
     for n in sorted(dropped):
         graph._query("MATCH (m:Memory) WHERE m.rev = $n DETACH DELETE m", {"n": n})
@@ -84,6 +89,10 @@ def test_every_walk_visits_each_matching_memory_once(
     )
     scored = [doc.id for doc, _ in _flat(graph.scoring_pages(limit), limit)]
     assert sorted(scored) == _ids(services, "m.state = 'active'") and len(scored) == len(set(scored))
+    with_vectors = [doc.id for doc in _flat(graph.vector_pages(limit), limit)]
+    assert sorted(with_vectors) == _ids(services, "m.state = 'active' AND m.enriched")
+    assert all(len(doc.embedding or []) == 384 for doc in _flat(graph.vector_pages(limit), limit))
+    assert _flat(graph.vector_pages(limit, keep=0.0), limit) == []
 
 
 def test_a_walk_reads_pages_in_id_order_and_the_decay_pass_counts_links(services: Services) -> None:
@@ -116,6 +125,7 @@ def _plans(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         graph.enrichment_pages(10, version=1, tenant="a"),
         graph.tenant_id_pages("a", 10),
         graph.scoring_pages(10),
+        graph.vector_pages(10, 0.1, 0.5),
     ):
         list(pages)
     graph._query(f"MATCH (m:Memory) SET m.{TIME_KEY} = null, m.timestamp = '2025-01-01T00:00:00Z'")
@@ -132,9 +142,28 @@ def _plans(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_each_walk_seeks_its_window_of_node_ids(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     _build(services, [("memory", "active", "a", False), ("memory", "archived", "b", True)], set())
     plans = _plans(services, monkeypatch)
-    assert len(plans) == 6
+    assert len(plans) == 7
     for plan in plans:
         # An index scan of (m:Memory) would read every memory the indexed condition matches
         # for each window: a walk would grow with the square of the store again.
         assert "Node By Label and ID Scan | (m:Memory)" in plan, plan
         assert "Node By Index Scan | (m:Memory)" not in plan, plan
+
+
+def test_a_cluster_pool_beyond_its_budget_is_a_uniform_sample(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond CLUSTER_VECTOR_BUDGET the clustering pass reads a sample in one walk: drawn from
+    the whole store, not the first memories the walk meets (the first twenty here)."""
+    _build(services, [("memory", "active", "a", True)] * 80, set())
+    monkeypatch.setattr(consolidation, "CLUSTER_EXACT_LIMIT", 20)
+    monkeypatch.setattr(consolidation, "CLUSTER_VECTOR_BUDGET", 0)
+    in_order = [r[0] for r in services.graph._ro("MATCH (m:Memory) RETURN m.id ORDER BY id(m)")]
+    docs, unit, sampled = consolidation.Consolidator(services)._cluster_pool()
+    assert sampled and 0 < len(docs) <= 20 and unit.shape == (len(docs), 384)
+    assert len({d.id for d in docs}) == len(docs)
+    # Each memory is kept with probability 1/4: all from the first twenty has odds 0.75^60.
+    assert {d.id for d in docs} - set(in_order[:20])
+    monkeypatch.setattr(consolidation, "CLUSTER_EXACT_LIMIT", 100)
+    docs, unit, sampled = consolidation.Consolidator(services)._cluster_pool()
+    assert not sampled and sorted(d.id for d in docs) == sorted(in_order)
