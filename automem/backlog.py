@@ -97,10 +97,9 @@ def queue_enrichment(svc: Services, force: bool = False, page: int = PAGE, tenan
     (with `force`, every active memory)."""
     queued = 0
     version = 1 << 30 if force else ENRICHMENT_VERSION
-    for ids in svc.graph.enrichment_pages(page, version, retry_failed=force, tenant=tenant):
-        docs = svc.graph.get_memories(ids)
-        owners = {m.id: m.tenant for m in docs}
-        entries = [(m.id, m.version) for m in sorted(docs, key=lambda m: m.id)]
+    for rows in svc.graph.enrichment_pages(page, version, retry_failed=force, tenant=tenant):
+        owners = {memory_id: owner for memory_id, owner, _ in rows}
+        entries = sorted((memory_id, memory_version) for memory_id, _, memory_version in rows)
         for owner, part in by_tenant(entries, owners, ENRICH_CHUNK):
             if svc.jobs.enqueue_enrich([i for i, _ in part], [v for _, v in part], force=force, tenant=owner):
                 queued += len(part)

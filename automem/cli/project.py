@@ -24,6 +24,7 @@ BENCHMARKS = {
     "dashboard": "dashboard.py",
     "embedding": "embedding.py",
     "vector-layout": "vector_layout.py",
+    "walks": "walks.py",
 }
 
 
@@ -74,7 +75,8 @@ def add_bench(sub: Subparsers) -> None:
         "LongMemEval_S haystacks, ingest and drain time), load (speed and memory at 10k/100k; --tenants), "
         "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
         "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
-        "(graph writes and searches with the embedding on the memory or its own node)",
+        "(graph writes and searches with the embedding on the memory or its own node), walks (one pass over "
+        "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")

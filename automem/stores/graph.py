@@ -924,18 +924,18 @@ class GraphStore(
         version: int = 0,
         retry_failed: bool = False,
         tenant: str | None = None,
-    ) -> Iterator[list[str]]:
-        """Ids of active memories (of `tenant`, or every tenant) never enriched, changed since,
-        or enriched by an older enricher, a page at a time; one whose enrichment failed at its
-        current version only with `retry_failed`."""
+    ) -> Iterator[list[tuple[str, str, int]]]:
+        """(id, tenant, version) of active memories (of `tenant`, or every tenant) never
+        enriched, changed since, or enriched by an older enricher, a page at a time; one whose
+        enrichment failed at its current version only with `retry_failed`."""
         where = """
         toString(m.state) = 'active' AND ($tenant IS NULL OR toString(m.tenant) = $tenant)
           AND (coalesce(m.enriched, false) = false OR coalesce(m.enrichment_version, 0) < $version)
           AND ($retry OR coalesce(m.enrich_failed_version, -1) <> m.version)
         """
         params = {"version": version, "retry": retry_failed, "tenant": tenant}
-        for rows in self._walk(where, "m.id", params, limit):
-            yield [row[0] for row in rows]
+        for rows in self._walk(where, "m.id, m.tenant, m.version", params, limit):
+            yield [(str(i), str(tenant), int(version or 0)) for i, tenant, version in rows]
 
     def record_job_failure(self, memory_id: str, event: dict[str, Any], enrichment: bool) -> bool:
         """A history event saying a job could not process this memory (its fields stay as they

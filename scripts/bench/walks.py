@@ -9,7 +9,7 @@ and the FalkorDB server's CPU) and, beside them, the paging they replaced (`m.id
 BY m.id LIMIT n`, kept here as reference Cypher), which sorted every memory past the cursor for
 each page. Writes benchmarks/walks.json and walks.md.
 
-    python scripts/bench/walks.py --sizes 10000,100000
+    automem bench walks --sizes 10000,100000,1000000   (or python scripts/bench/walks.py ...)
 """
 
 from __future__ import annotations

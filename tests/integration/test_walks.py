@@ -83,10 +83,12 @@ def test_every_walk_visits_each_matching_memory_once(
     assert len(revs) == len({i for i, _ in revs})
     assert sorted(_flat(graph.tenant_id_pages("a", limit), limit)) == _ids(services, "m.tenant = 'a'")
     unenriched = "m.state = 'active' AND m.enriched = false"
-    assert sorted(_flat(graph.enrichment_pages(limit, version=0), limit)) == _ids(services, unenriched)
-    assert sorted(_flat(graph.enrichment_pages(limit, version=0, tenant="b"), limit)) == _ids(
-        services, unenriched + " AND m.tenant = 'b'"
-    )
+    backlog = _flat(graph.enrichment_pages(limit, version=0), limit)
+    assert sorted(i for i, _, _ in backlog) == _ids(services, unenriched)
+    tenants = dict(services.graph._ro("MATCH (m:Memory) RETURN m.id, m.tenant"))
+    assert all(tenants[i] == owner and version == 1 for i, owner, version in backlog)
+    of_b = _flat(graph.enrichment_pages(limit, version=0, tenant="b"), limit)
+    assert sorted(i for i, _, _ in of_b) == _ids(services, unenriched + " AND m.tenant = 'b'")
     scored = [doc.id for doc, _ in _flat(graph.scoring_pages(limit), limit)]
     assert sorted(scored) == _ids(services, "m.state = 'active'") and len(scored) == len(set(scored))
     with_vectors = [doc.id for doc in _flat(graph.vector_pages(limit), limit)]
