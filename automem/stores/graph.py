@@ -23,7 +23,7 @@ from falkordb.helpers import quote_string
 from falkordb.query_result import parse_scalar
 
 from automem.errors import StoreUnavailable
-from automem.record import MEMORY_FIELDS, MemoryRecord
+from automem.record import DEFAULT_TENANT, MEMORY_FIELDS, MemoryRecord
 from automem.relations import SUPERSEDING
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
@@ -327,7 +327,8 @@ class CypherGraph:
         would scan that index instead of the window. `toString(m.state) = 'active'` means the
         same for a string property and leaves the window's seek in place (tests/integration/
         test_walks.py reads every walk's plan). `then` runs on each page's memories before the
-        RETURN and must keep `m`. Rows come without the internal id."""
+        RETURN and must keep `m` and one row per memory (a short page ends its window). Rows come
+        without the internal id."""
         top = self._ro("MATCH (m:Memory) RETURN max(id(m))")
         if not top or top[0][0] is None:
             return
@@ -935,7 +936,8 @@ class GraphStore(
         """
         params = {"version": version, "retry": retry_failed, "tenant": tenant}
         for rows in self._walk(where, "m.id, m.tenant, m.version", params, limit):
-            yield [(str(i), str(tenant), int(version or 0)) for i, tenant, version in rows]
+            # A property a memory lacks reads as MemoryRecord's default, as get_memories gives it.
+            yield [(str(i), tenant or DEFAULT_TENANT, int(version or 1)) for i, tenant, version in rows]
 
     def record_job_failure(self, memory_id: str, event: dict[str, Any], enrichment: bool) -> bool:
         """A history event saying a job could not process this memory (its fields stay as they
