@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import sys
 import tempfile
@@ -158,7 +159,7 @@ def render(report: dict[str, Any]) -> str:
         f"second tenant); pages of {PAGE}. Seconds of wall time / of the FalkorDB server's CPU "
         "for one whole walk.",
         "",
-        "| walk | " + " | ".join(f"{s:,}" for s in sizes) + (" | growth |" if len(sizes) > 1 else ""),
+        "| walk | " + " | ".join(f"{s:,}" for s in sizes) + (" | per 10x |" if len(sizes) > 1 else ""),
         "|---|" + "---|" * len(sizes) + ("---|" if len(sizes) > 1 else ""),
     ]
     for name in names:
@@ -167,20 +168,23 @@ def render(report: dict[str, Any]) -> str:
             f"{c['seconds']} s / {c['falkordb_cpu_seconds']} s ({c['memories']:,})" if c else "not run"
             for c in cells
         )
-        timed = [c for c in cells if c]
+        timed = [(size, c) for size, c in zip(sizes, cells, strict=True) if c]
         growth = ""
         if len(sizes) > 1:
             growth = " - |"
-            if len(timed) > 1 and timed[0]["seconds"] > 0:
-                growth = f" {timed[-1]['seconds'] / timed[0]['seconds']:.0f}x |"
+            if len(timed) > 1 and timed[0][1]["seconds"] > 0:
+                (small, first), (large, last) = timed[0], timed[-1]
+                per_tenfold = (last["seconds"] / first["seconds"]) ** (1 / math.log10(large / small))
+                growth = f" {per_tenfold:.1f}x |"
         lines.append(f"| {name} | {row} |{growth}")
     lines += [
         "",
         "(n) is the number of memories the walk returned. The walks read windows of node ids "
         "(`GraphStore._walk`): each query costs its window, so a walk grows with the store; "
         "the replaced paging sorted every memory past its cursor for each page (timed up to "
-        f"{report['meta']['replaced_up_to']:,} memories). Growth: the time at the largest size timed "
-        "over the time at the smallest.",
+        f"{report['meta']['replaced_up_to']:,} memories). Per 10x: how the wall time grows "
+        "for each tenfold of the store, between the smallest and the largest size timed (10x is "
+        "linear, 100x quadratic).",
         "",
     ]
     return "\n".join(lines)
