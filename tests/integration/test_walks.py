@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from automem.services import Services
@@ -60,7 +60,14 @@ def _flat(pages: Iterator[list[Any]], limit: int) -> list[Any]:
     return out
 
 
+_ACTIVE = ("memory", "active", "a", False)
+_ENTITY = ("entity", "", "", False)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Windows holding more memories than a page: the walk must go on inside the window.
+@example(nodes=[_ACTIVE] * 6, dropped=set(), limit=2, span=9)
+@example(nodes=[_ACTIVE, _ENTITY, _ACTIVE, _ACTIVE, _ENTITY, _ACTIVE], dropped={2}, limit=1, span=4)
 @given(
     nodes=_nodes,
     dropped=st.sets(st.integers(0, 39), max_size=6),
