@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 MIGRATION_PAGE = 2000
 # Internal node ids per query of a migration that walks the graph by id windows.
 MIGRATION_WINDOW = 20_000
-# Internal node ids one query of a walk over every memory reads (CypherGraph._walk): a memory
+# Internal node ids one query of a walk over every memory reads (GraphStore._walk): a memory
 # holds about three node ids (itself, its vector node, a share of the entities), so a window
 # yields up to ~1,400 memories and a page of 1,000 seldom needs two queries.
 WALK_SPAN = 4096
@@ -312,39 +312,6 @@ class CypherGraph:
             command += ["timeout", self.read_timeout_ms]
         return self._run(lambda: read_rows(self.db.connection.execute_command(*command), self.graph))
 
-    def _walk(
-        self, where: str, returns: str, params: dict[str, Any] | None, limit: int, then: str = ""
-    ) -> Iterator[list[list[Any]]]:
-        """Every memory `m` matching `where`, a page of at most `limit` rows at a time, in internal
-        id order. Each query reads one window of WALK_SPAN node ids, which FalkorDB seeks by id, so
-        a whole walk costs the graph's size once. (Pages of `m.id > $after ORDER BY m.id LIMIT n`
-        made FalkorDB sort every memory past the cursor for each page: a walk grew with the square
-        of the store, 15 s of FalkorDB's CPU at 100k; docs/performance.md, "Walks over every
-        memory".) A memory written after the walk began may be missed, as before: callers cover
-        those otherwise (the hand-off stream, the next reconcile).
-
-        `where` must not compare an indexed property directly (`m.state = 'active'`): FalkorDB
-        would scan that index instead of the window. `toString(m.state) = 'active'` means the
-        same for a string property and leaves the window's seek in place (tests/integration/
-        test_walks.py reads every walk's plan). `then` runs on each page's memories before the
-        RETURN and must keep `m` and one row per memory (a short page ends its window). Rows come
-        without the internal id."""
-        top = self._ro("MATCH (m:Memory) RETURN max(id(m))")
-        if not top or top[0][0] is None:
-            return
-        cypher = (
-            f"MATCH (m:Memory) WHERE id(m) > $walk_after AND id(m) <= $walk_high AND ({where}) "
-            f"WITH m ORDER BY id(m) LIMIT $walk_limit {then} RETURN id(m), {returns} ORDER BY id(m)"
-        )
-        after, last = -1, int(top[0][0])
-        while after < last:
-            window = {"walk_after": after, "walk_high": after + WALK_SPAN, "walk_limit": limit}
-            rows = self._ro(cypher, (params or {}) | window)
-            if rows:
-                yield [row[1:] for row in rows]
-            # A full page may have stopped inside the window: go on from its last memory.
-            after = int(rows[-1][0]) if len(rows) >= limit else after + WALK_SPAN
-
     def ping(self) -> bool:
         try:
             return bool(self.db.connection.ping())
@@ -381,6 +348,36 @@ class GraphStore(
         hung server must not hold the caller forever). 0: no limit."""
         socket_timeout = timeout_seconds + 5 if timeout_seconds > 0 else None
         return cls(FalkorDB.from_url(url, socket_timeout=socket_timeout), graph_name, timeout_seconds)
+
+    def _walk(
+        self, where: str, returns: str, params: dict[str, Any] | None, limit: int, then: str = ""
+    ) -> Iterator[list[list[Any]]]:
+        """Every memory `m` matching `where`, a page of at most `limit` rows at a time, in internal
+        id order. Each query reads one window of WALK_SPAN node ids, which FalkorDB seeks by id, so
+        a whole walk costs the graph's size once. (Pages of `m.id > $after ORDER BY m.id LIMIT n`
+        made FalkorDB sort every memory past the cursor for each page: a walk grew with the square
+        of the store, 15 s of FalkorDB's CPU at 100k; docs/performance.md, "Walks over every
+        memory".) A memory written after the walk began may be missed, as before: callers cover
+        those otherwise (the hand-off stream, the next reconcile).
+
+        `where` must not compare an indexed property directly (`m.state = 'active'`): FalkorDB
+        would scan that index instead of the window. `toString(m.state) = 'active'` means the
+        same for a string property and leaves the window's seek in place (tests/integration/
+        test_walks.py reads every walk's plan). `then` runs on each page's memories before the
+        RETURN and must keep `m` and one row per memory (a short page ends its window). Rows come
+        without the internal id."""
+        cypher = (
+            f"MATCH (m:Memory) WHERE id(m) > $walk_after AND id(m) <= $walk_high AND ({where}) "
+            f"WITH m ORDER BY id(m) LIMIT $walk_limit {then} RETURN id(m), {returns} ORDER BY id(m)"
+        )
+        after, bound = -1, self.node_id_bound()
+        while after + 1 < bound:
+            window = {"walk_after": after, "walk_high": after + WALK_SPAN, "walk_limit": limit}
+            rows = self._ro(cypher, (params or {}) | window)
+            if rows:
+                yield [row[1:] for row in rows]
+            # A full page may have stopped inside the window: go on from its last memory.
+            after = int(rows[-1][0]) if len(rows) >= limit else after + WALK_SPAN
 
     def ensure_schema(self, dimension: int | None = None) -> None:
         """Create the indexes recall and the routes rely on (idempotent); with `dimension`, also
