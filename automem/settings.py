@@ -207,6 +207,17 @@ class Settings(BaseSettings):
     falkordb_graph: str = _setting(
         "memories", "FALKORDB_GRAPH", "stores", "Name of the graph holding memories."
     )
+    falkordb_threads: int = _setting(
+        0,
+        "AUTOMEM_FALKORDB_THREADS",
+        "stores",
+        "Query threads of the embedded FalkorDB (its THREAD_COUNT). 0: FalkorDB's own default, one "
+        "per CPU. Fewer leave more of the machine to the API process and the workers: on 2 cores "
+        "one thread served recall at concurrency 4 about 2 % faster and single POSTs the same, but "
+        "a lone recall 0.8 ms slower: a recall sends several graph queries at once, which one thread "
+        "runs in turn (benchmarks/falkordb_threads.md). A FalkorDB server (server mode) keeps its "
+        "own setting.",
+    )
     falkordb_appendfsync: Literal["always", "everysec", "no"] = _setting(
         "no",
         "AUTOMEM_FALKORDB_APPENDFSYNC",
@@ -847,6 +858,8 @@ class Settings(BaseSettings):
         ):
             if getattr(self, name) < 1:  # (their variables are their names in capitals)
                 raise ValueError(f"{name.upper()} must be at least 1")
+        if self.falkordb_threads < 0:
+            raise ValueError("AUTOMEM_FALKORDB_THREADS must be >= 0 (0: FalkorDB's default)")
         if self.stream_max_clients < 0 or self.stream_queue_size < 1:
             raise ValueError("AUTOMEM_STREAM_MAX_CLIENTS must be >= 0 and AUTOMEM_STREAM_QUEUE_SIZE >= 1")
         if self.stream_keepalive_seconds <= 0 or self.stream_max_seconds <= 0:

@@ -232,6 +232,22 @@ def memory_of(sid: int) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["role"], r["pid"]))
 
 
+def process_cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process has used, in seconds."""
+    fields = _stat_fields(str(pid))
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(sid: int) -> dict[str, float]:
+    """CPU seconds used so far by the service's processes, summed per role."""
+    totals: dict[str, float] = {}
+    for pid, cmd in session_processes(sid):
+        with suppress(OSError, ValueError, IndexError):
+            role = process_role(cmd)
+            totals[role] = totals.get(role, 0.0) + process_cpu_seconds(pid)
+    return totals
+
+
 def _kb_to_mb(value: str | None) -> float | None:
     return round(int(value.split()[0]) / 1024, 1) if value else None
 

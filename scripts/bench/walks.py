@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import math
-import os
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from automem.embedded import EmbeddedFalkorDB  # noqa: E402
 from automem.stores.graph import GraphStore  # noqa: E402
-from scripts.bench.common import log, run_meta, write_report  # noqa: E402
+from scripts.bench.common import log, process_cpu_seconds, run_meta, write_report  # noqa: E402
 
 PAGE = 1000  # the callers' page (automem.backlog.PAGE, the vector repair's page)
 DIMENSION = 384
@@ -87,11 +86,6 @@ def memory_rows(start: int, count: int, rng: np.random.Generator) -> list[dict[s
     return rows
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def old_pages(graph: GraphStore, cypher: str, params: dict[str, Any]) -> Iterator[list[list[Any]]]:
     after = ""
     while rows := graph._ro(cypher, params | {"after": after, "limit": PAGE}):
@@ -100,12 +94,12 @@ def old_pages(graph: GraphStore, cypher: str, params: dict[str, Any]) -> Iterato
 
 
 def timed(pid: int, pages: Callable[[], Iterator[Sequence[Any]]]) -> dict[str, Any]:
-    cpu, start = cpu_seconds(pid), time.perf_counter()
+    cpu, start = process_cpu_seconds(pid), time.perf_counter()
     count = sum(len(page) for page in pages())
     return {
         "memories": count,
         "seconds": round(time.perf_counter() - start, 3),
-        "falkordb_cpu_seconds": round(cpu_seconds(pid) - cpu, 2),
+        "falkordb_cpu_seconds": round(process_cpu_seconds(pid) - cpu, 2),
     }
 
 

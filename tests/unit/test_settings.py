@@ -55,3 +55,8 @@ def test_derived_values(monkeypatch: pytest.MonkeyPatch) -> None:
         Settings(content_soft_limit=3000)
     with pytest.raises(ValueError):
         Settings(job_retry_intervals="1,x")
+
+
+def test_negative_falkordb_threads_are_refused() -> None:
+    with pytest.raises(ValueError, match="AUTOMEM_FALKORDB_THREADS"):
+        Settings(falkordb_threads=-1)
