@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
+import redis
 import redis.exceptions
 from falkordb import FalkorDB
 from falkordb.helpers import quote_string
@@ -290,6 +293,7 @@ class CypherGraph:
         self.graph = db.select_graph(graph_name)
         # FalkorDB aborts a read query after this; None: no limit.
         self.read_timeout_ms = int(timeout_seconds * 1000) or None
+        self._local = threading.local()
 
     def _run(self, fn: Callable[[], T]) -> T:
         try:
@@ -310,7 +314,33 @@ class CypherGraph:
         command: list[Any] = ["GRAPH.RO_QUERY", self.graph_name, cypher_params(params) + cypher, "--compact"]
         if self.read_timeout_ms is not None:
             command += ["timeout", self.read_timeout_ms]
-        return self._run(lambda: read_rows(self.db.connection.execute_command(*command), self.graph))
+        return self._run(lambda: read_rows(self._read(command), self.graph))
+
+    def _read(self, command: list[Any]) -> Any:
+        client = self._reader()
+        try:
+            return client.execute_command(*command)
+        except redis.exceptions.ConnectionError:
+            # The kept connection may have been closed since its last read (FalkorDB restarted):
+            # a pool polls a connection before lending it and reconnects; here the failed
+            # connection was closed, so the read is made once more on a new one.
+            return client.execute_command(*command)
+
+    def _reader(self) -> redis.Redis:
+        """This thread's own connection for reads, taken from the shared pool once and kept.
+        Taking one from the pool for every query cost ~35 µs more of the caller's CPU at
+        concurrency 4 (the pool's lock, a readiness poll of the socket and its bookkeeping), and
+        a recall makes about ten reads in the API process, which runs every request under one
+        GIL: 0.7 ms of its CPU a recall (docs/performance.md). A connection that fails is
+        closed and made again by the next read (`_read`); in a forked child the thread takes a
+        connection of its own, as the pool gives one (a socket shared with the parent would mix
+        their replies)."""
+        client: redis.Redis | None = getattr(self._local, "client", None)
+        if client is None or self._local.pid != os.getpid():
+            pool = self.db.connection.connection_pool
+            client = redis.Redis(connection_pool=pool, single_connection_client=True)
+            self._local.client, self._local.pid = client, os.getpid()
+        return client
 
     def ping(self) -> bool:
         try:
