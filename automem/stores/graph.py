@@ -330,7 +330,7 @@ class CypherGraph:
         """This thread's own connection for reads, taken from the shared pool once and kept.
         Taking one from the pool for every query cost ~35 µs more of the caller's CPU at
         concurrency 4 (the pool's lock, a readiness poll of the socket and its bookkeeping), and
-        a recall makes about ten reads in the API process, which runs every request under one
+        a recall makes about eight reads in the API process, which runs every request under one
         GIL: 0.7 ms of its CPU a recall (docs/performance.md). A connection that fails is
         closed and made again by the next read (`_read`); in a forked child the thread takes a
         connection of its own, as the pool gives one (a socket shared with the parent would mix
