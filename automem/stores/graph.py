@@ -20,7 +20,6 @@ from datetime import timedelta
 from typing import Any, Literal, TypeVar
 
 import redis
-import redis.exceptions
 from falkordb import FalkorDB
 from falkordb.helpers import quote_string
 from falkordb.query_result import parse_scalar
