@@ -27,6 +27,12 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
         server.stop()
 
 
+def _store_one(store: GraphStore) -> str:
+    """Write one memory; the read that returns its id."""
+    store._query("CREATE (:Memory {id: 'kept'})")
+    return "MATCH (m:Memory) RETURN m.id"
+
+
 def _client_id(store: GraphStore) -> int:
     return int(store._reader().execute_command("CLIENT", "ID"))
 
@@ -46,8 +52,7 @@ def test_each_thread_reads_on_a_connection_of_its_own(stack: Stack) -> None:
 
 def test_reads_fail_cleanly_while_the_server_is_down_and_resume_after(stack: Stack) -> None:
     server, store = stack
-    store._query("CREATE (:Memory {id: 'kept'})")
-    read = "MATCH (m:Memory) RETURN m.id"
+    read = _store_one(store)
     assert store._ro(read) == [["kept"]]
     server.stop()
     with pytest.raises(StoreUnavailable):
@@ -59,8 +64,7 @@ def test_reads_fail_cleanly_while_the_server_is_down_and_resume_after(stack: Sta
 def test_the_first_read_after_a_kill_and_restart_succeeds(stack: Stack) -> None:
     # No read between the kill and the restart: the thread's kept connection is a dead socket.
     server, store = stack
-    store._query("CREATE (:Memory {id: 'kept'})")
-    read = "MATCH (m:Memory) RETURN m.id"
+    read = _store_one(store)
     assert store._ro(read) == [["kept"]]
     server.kill()
     server.start()
@@ -69,8 +73,7 @@ def test_the_first_read_after_a_kill_and_restart_succeeds(stack: Stack) -> None:
 
 def test_a_forked_child_reads_on_a_connection_of_its_own(stack: Stack) -> None:
     _, store = stack
-    store._query("CREATE (:Memory {id: 'kept'})")
-    read = "MATCH (m:Memory) RETURN m.id"
+    read = _store_one(store)
     parent = _client_id(store)
     pid = os.fork()
     if pid == 0:  # the child: exit status 0 only if it read the right rows on another connection
