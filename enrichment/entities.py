@@ -412,7 +412,9 @@ class _Found:
             fuller = [f for f in full if slug in (f.split("-")[0], f.split("-")[-1])]
             if slug in others or fuller:
                 rank, pos, _ = self.best.pop((kind, slug))
-                for f in fuller:  # the fuller name inherits the earlier salience
+                # A fuller name still standing inherits the earlier salience (one named like
+                # another kind may have gone already, in either order).
+                for f in (f for f in fuller if ("person", f) in self.best):
                     r, p, name = self.best[("person", f)]
                     self.best[("person", f)] = (*min((r, p), (rank, pos)), name)
 
