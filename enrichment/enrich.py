@@ -226,17 +226,17 @@ def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks
         )
         event = JOB_ENRICH.event("enriched", now, diff(doc, plan.props))
         if svc.graph.apply_enrichment(memory_id, doc.version, plan.props, plan.entities, event):
-            _after_enrichment(svc, doc, plan, now, locks)
+            _after_enrichment(svc, doc, plan, now, locks, force)
             return True
     return False
 
 
 def _after_enrichment(
-    svc: Services, doc: MemoryRecord, plan: Enrichment, now: str, locks: SequenceLocks
+    svc: Services, doc: MemoryRecord, plan: Enrichment, now: str, locks: SequenceLocks, force: bool
 ) -> None:
     """What follows a memory's enrichment write: the LLM classification when the rules were
     unsure, its place in its sequence (and new retrieval contexts for the memories it moved),
-    its similarity links once it has a vector, and its vector store payload."""
+    its similarity links when no embedding job made them, and its vector store payload."""
     s = svc.settings
     _classify_if_unsure(svc, doc)
     current = doc.with_props(plan.props)
@@ -244,10 +244,18 @@ def _after_enrichment(
         moved = link_sequence(svc.graph, current, now)
     if moved:
         _refresh_retrieval_contexts(svc, moved)
-    if doc.embedded:
+    if _links_similar(doc, force):
         link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
     # Tags, rev and the keyword document (resolved dates, category words); the vector is as it was.
     svc.sync.request([doc.id], payload_only=True)
+
+
+def _links_similar(doc: MemoryRecord, force: bool) -> bool:
+    """Whether enrichment links the memory to its similar ones. The embedding job links every
+    memory it embeds right after writing its vector, so enrichment links only a vector that came
+    with the memory (the client's), or any vector when asked to enrich again (`force`); linking
+    a job's vectors a second time was a seventh of each memory's enrichment."""
+    return doc.embedded and (force or doc.embedding_model == "client")
 
 
 def _resolver(svc: Services, tenant: str) -> Resolver:

@@ -210,6 +210,29 @@ def test_similar_to_from_the_embedding_job(api: Api, services: Services, jobs: A
     assert neighbours == {b}
 
 
+def test_similarity_searched_once_per_vector(
+    api: Api, services: Services, jobs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The embedding job links the vectors it writes; enrichment searches again only for a
+    client's vector or when forced (the similarity search counted on the real graph)."""
+    searched: list[str] = []
+    real = services.graph.similar_memories
+
+    def counted(memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
+        searched.append(memory_id)
+        return real(memory_id, k, min_similarity)
+
+    monkeypatch.setattr(services.graph, "similar_memories", counted)
+    embedded = _store(api, "The nightly backup job copies the Postgres data directory to S3.")
+    jobs()
+    assert searched == [embedded]
+    client = _store(api, "Alpha note", embedding=_vector(0.0, services.embedder.dimension))
+    jobs()
+    assert searched == [embedded, client]
+    enrichment_jobs.enrich_memories([embedded], force=True)
+    assert searched == [embedded, client, embedded]
+
+
 def enrichment_jobs_run(services: Services, ids: list[str]) -> dict[str, Any]:
     from enrichment.context import use_services
 
