@@ -40,6 +40,7 @@ from urllib.parse import quote
 import redis
 
 from automem.errors import ConfigurationError
+from automem.jobnames import ENRICH_QUEUE, QUEUE_NAMES
 from automem.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -415,8 +416,27 @@ def api_command(settings: Settings, host: str, port: int) -> list[str]:
     ]
 
 
-def worker_command() -> list[str]:
-    return [*python_argv(), "-m", "automem", "worker", "--no-cron"]  # the cron child schedules
+def worker_command(queues: Sequence[str] = (), *, reconcile: bool = True) -> list[str]:
+    """`automem worker` for these queues (all when none are named); the cron child schedules."""
+    argv = [*python_argv(), "-m", "automem", "worker", "--no-cron"]
+    if queues:
+        argv += ["--queues", ",".join(queues)]
+    return argv if reconcile else [*argv, "--no-reconcile"]
+
+
+def worker_children(settings: Settings, workers: int) -> list[Child]:
+    """The RQ workers: `workers` of every queue, or, with AUTOMEM_ENRICHMENT_WORKERS, of every
+    queue but enrich, beside that many of enrich alone (which leave the start-up reconcile to
+    the others)."""
+    enrichers = settings.enrichment_workers if workers and settings.enrichment_enabled else 0
+    others = [q for q in QUEUE_NAMES if q != ENRICH_QUEUE] if enrichers else []
+    general = [
+        Child(f"worker-{n}", worker_command(others), f"worker-{n} (automem worker)") for n in range(workers)
+    ]
+    command = worker_command([ENRICH_QUEUE], reconcile=False)
+    return general + [
+        Child(f"enricher-{n}", command, f"enricher-{n} (automem worker: enrich)") for n in range(enrichers)
+    ]
 
 
 def cron_command() -> list[str]:
@@ -455,9 +475,7 @@ class Supervisor:
             threads=settings.falkordb_threads,
         )
         self.api = Child("api", api_command(settings, host, port), "the API (gunicorn)")
-        self.workers = [
-            Child(f"worker-{n}", worker_command(), f"worker-{n} (automem worker)") for n in range(workers)
-        ]
+        self.workers = worker_children(settings, workers)
         self.cron = Child("cron", cron_command(), "cron (automem cron)")  # consolidation's RQ cron scheduler
         self._stopping = False
         self._stop_signal = 0

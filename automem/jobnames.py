@@ -12,6 +12,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# The RQ queues, in the order a worker of every queue takes their jobs; enrichment has its own
+# workers in embedded mode (AUTOMEM_ENRICHMENT_WORKERS).
+ENRICH_QUEUE = "enrich"
+QUEUE_NAMES = ("embed", ENRICH_QUEUE, "maintenance")
+
 
 class JobName(StrEnum):
     """A job's registered name; its RQ `func_name` in Redis."""

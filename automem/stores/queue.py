@@ -28,12 +28,11 @@ from rq.exceptions import NoSuchJobError
 from rq.executions import Execution
 from rq.job import Job, JobStatus
 
-from automem.jobnames import JobName
+from automem.jobnames import ENRICH_QUEUE, QUEUE_NAMES, JobName
 from automem.settings import Settings
 
 log = logging.getLogger(__name__)
 
-QUEUE_NAMES = ("embed", "enrich", "maintenance")
 # Memories a paging job reads from the graph at a time.
 PAGE_SIZE = 500
 ACCESS_LOG = "automem:access-log"
@@ -109,7 +108,7 @@ class JobQueue:
         """LLM classification of one memory. A job deferred while the LLM is paused or rate
         limited comes back as the next attempt (its own id: the running job still holds its id)."""
         return self._enqueue(
-            "enrich",
+            ENRICH_QUEUE,
             JobName.CLASSIFY,
             f"classify-{memory_id}-{version}-{attempt}",
             memory_id,
@@ -155,7 +154,7 @@ class JobQueue:
         digest = _digest(f"{i}:{v}" for i, v in zip(memory_ids, versions, strict=True))
         prefix = "reenrich" if force else "enrich"
         return self._enqueue(
-            "enrich", JobName.ENRICH, f"{prefix}-{digest}", list(memory_ids), force, tenant=tenant
+            ENRICH_QUEUE, JobName.ENRICH, f"{prefix}-{digest}", list(memory_ids), force, tenant=tenant
         )
 
     def enqueue_reconcile(self) -> bool:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from collections.abc import Callable
 
-from tests.stack import Service, kill9
+import pytest
+from rq import Worker
+
+from tests.stack import Service, kill9, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -44,3 +47,34 @@ def test_worker_crash_mid_queue_loses_no_embedding(service: Service) -> None:
         )
     health = service.wait_drained(expected_vectors=30)  # the supervisor restarted the worker
     assert health["queues"]["failed"]["embed"] == 0
+
+
+@pytest.mark.parametrize(
+    ("enrichers", "queues"),
+    [("1", [["embed", "maintenance"], ["enrich"]]), ("0", [["embed", "enrich", "maintenance"]])],
+    ids=["own-enrichment-worker", "one-worker-for-all"],
+)
+def test_enrichment_runs_on_its_own_worker(
+    stack: Callable[..., Service], enrichers: str, queues: list[list[str]]
+) -> None:
+    """AUTOMEM_ENRICHMENT_WORKERS (1 by default): a worker of the enrich queue alone beside one
+    of the other queues, and every memory still embedded and enriched; 0: one worker of all."""
+    svc = stack(env={"AUTOMEM_ENRICHMENT_WORKERS": enrichers})
+
+    def registered() -> list[list[str]]:
+        return sorted(sorted(w.queue_names()) for w in Worker.all(connection=svc.redis()))
+
+    wait_until(lambda: registered() == queues, 30, f"workers of {queues}")
+    ids = [
+        svc.http.post(
+            "/memory", json={"content": f"Alice moved to Lisbon, note {n}", "tags": ["e2e"]}
+        ).json()["memory_id"]
+        for n in range(6)
+    ]
+    svc.wait_drained(expected_vectors=6)
+
+    def enriched() -> bool:
+        memories = [svc.http.get(f"/memory/{i}").json()["memory"] for i in ids]
+        return all("entity:place:lisbon" in m["tags"] for m in memories)
+
+    wait_until(enriched, 60, "every memory enriched")
