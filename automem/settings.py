@@ -107,15 +107,17 @@ class Settings(BaseSettings):
         1, "AUTOMEM_WORKERS", "server", "RQ worker processes that `automem serve` starts beside the API."
     )
     enrichment_workers: int = _setting(
-        1,
+        0,
         "AUTOMEM_ENRICHMENT_WORKERS",
         "server",
         "RQ worker processes that `automem serve` starts for the enrich queue alone, beside "
         "AUTOMEM_WORKERS, which then serve the embed and maintenance queues: memories are "
-        "enriched while others are embedded, not after the whole embedding backlog (a "
-        "LongMemEval import of 5.8k turns drained in 97 s instead of 103 s here, "
-        "docs/performance.md). 0: every worker serves every queue. None start when "
-        "ENRICHMENT_ENABLED is off or AUTOMEM_WORKERS is 0.",
+        "enriched while others are embedded, not after the whole embedding backlog: an import "
+        "the service embeds drains sooner (LongMemEval's 5.8k turns: 97 s instead of 103 s "
+        "here), but enrichment then competes with writes as they arrive (single POSTs at "
+        "concurrency 4: 298/s instead of 332/s; benchmarks/enrichment_workers.md). 0: every "
+        "worker serves every queue. None start when ENRICHMENT_ENABLED is off or "
+        "AUTOMEM_WORKERS is 0.",
     )
     worker_nice: int = _setting(
         10,

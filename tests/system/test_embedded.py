@@ -57,8 +57,8 @@ def test_worker_crash_mid_queue_loses_no_embedding(service: Service) -> None:
 def test_enrichment_runs_on_its_own_worker(
     stack: Callable[..., Service], enrichers: str, queues: list[list[str]]
 ) -> None:
-    """AUTOMEM_ENRICHMENT_WORKERS (1 by default): a worker of the enrich queue alone beside one
-    of the other queues, and every memory still embedded and enriched; 0: one worker of all."""
+    """AUTOMEM_ENRICHMENT_WORKERS=1: a worker of the enrich queue alone beside one of the other
+    queues, and every memory still embedded and enriched; 0 (the default): one worker of all."""
     svc = stack(env={"AUTOMEM_ENRICHMENT_WORKERS": enrichers})
 
     def registered() -> list[list[str]]:
