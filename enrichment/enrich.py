@@ -187,18 +187,25 @@ def enrich_memories(memory_ids: list[str], force: bool = False) -> dict[str, Any
     return {"enriched": len(enriched), "skipped": len(memory_ids) - len(enriched) - failed, "failed": failed}
 
 
-def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str]) -> None:
+def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str], current: MemoryRecord) -> None:
     """Embed again the memories whose vector was made with another predecessor's words than
     the one they now follow (a memory arrived late and was spliced in before them). Memories
-    not embedded yet are left to their pending embedding job, client vectors to the client."""
+    not embedded yet are left to their pending embedding job, client vectors to the client.
+    The memory being enriched is taken as it was at its guarded write (`current`), not read
+    again: a change since then queued an enrichment of its own, which checks again."""
     if svc.settings.retrieval_context_chars <= 0:
         return
-    docs = {d.id: d for d in svc.graph.get_memories(list(predecessors))}
-    contexts = contexts_of(svc, docs, {i: p or None for i, p in predecessors.items()})
+    others = [i for i in predecessors if i != current.id]
+    docs = {d.id: d for d in svc.graph.get_memories(others)} if others else {}
+    if current.id in predecessors:
+        docs[current.id] = current
+    docs = {i: d for i, d in docs.items() if d.embedded and d.embedding_model != "client"}
+    if not docs:
+        return
+    contexts = contexts_of(svc, docs, {i: predecessors[i] or None for i in docs})
     for doc in docs.values():
         follows = contexts[doc.id].id if doc.id in contexts else ""
-        stale = (doc.embedding_context or "") != follows
-        if doc.embedded and doc.embedding_model != "client" and stale and doc.content_hash:
+        if doc.content_hash and (doc.embedding_context or "") != follows:
             svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
 
 
@@ -243,7 +250,7 @@ def _after_enrichment(
     with locks.hold(current):
         moved = link_sequence(svc.graph, current, now)
     if moved:
-        _refresh_retrieval_contexts(svc, moved)
+        _refresh_retrieval_contexts(svc, moved, current)
     if _links_similar(doc, force):
         link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
     # Tags, rev and the keyword document (resolved dates, category words); the vector is as it was.

@@ -80,6 +80,32 @@ def test_a_memory_spliced_in_later_becomes_its_successors_context(api: Api, serv
     assert _stored(services, late)[1] == first
 
 
+def _embed_jobs_for(services: Services, memory_id: str) -> list[Any]:
+    """Queued embedding jobs of this memory (the embed queue also holds the intake's dispatches)."""
+    return [job for job in services.jobs.queues["embed"].get_jobs() if job.args and memory_id in job.args[0]]
+
+
+def test_the_memory_enriched_is_embedded_again_when_it_now_follows_another(
+    api: Api, services: Services
+) -> None:
+    """Its own enrichment finds the earlier turn that arrived after it was embedded alone, and
+    queues it to be embedded again with that turn's words (enrichment checks the memory as it
+    wrote it, without reading it again); one whose context still holds queues nothing."""
+    from enrichment.embedding import embed_memories
+    from enrichment.enrich import enrich_memories
+
+    use_services(services)
+    reply = _store(api, TURNS[1][0], TURNS[1][1])
+    embed_memories([reply])
+    assert _stored(services, reply)[1] == ""  # nothing before it yet
+    question = _store(api, TURNS[0][0], TURNS[0][1])  # arrives later, belongs before it
+    embed_memories([question])
+    enrich_memories([reply])
+    assert _embed_jobs_for(services, reply)
+    enrich_memories([question])  # the first of its session: its context "" still holds
+    assert not _embed_jobs_for(services, question)
+
+
 def test_a_client_vector_is_never_replaced_by_a_contextual_one(api: Api, services: Services) -> None:
     _store(api, TURNS[0][0], TURNS[0][1])
     own = [0.0] * services.embedder.dimension
