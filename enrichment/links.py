@@ -86,8 +86,7 @@ class SequenceLocks:
 def link_sequence(graph: GraphStore, doc: MemoryRecord, now: str) -> dict[str, str]:
     """Put `doc` in its place in its sequence (under its `SequenceLocks` lock); the memories whose
     predecessor changed, each with its new predecessor ("" for none)."""
-    prev_id, next_id = graph.sequence_position(doc)
-    before, after = graph.sequence_links(doc.id)
+    prev_id, next_id, before, after = graph.sequence_place(doc)
     if set(before) == _set(prev_id) and set(after) == _set(next_id):
         return {}
     stale_before = [i for i in before if i != prev_id]

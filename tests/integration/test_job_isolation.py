@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from automem.backlog import queue_enrichment
+from automem.record import MemoryRecord
 from automem.services import Services
+from automem.stores.graph import SequencePlace
 from tests.conftest import ADMIN_TOKEN, Api
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -115,14 +117,14 @@ def test_a_memory_whose_sequence_splice_fails_leaves_the_rest_of_its_sequence_li
         for n in range(3)
     ]
     bad = ids[1]
-    links = services.graph.sequence_links
+    place = services.graph.sequence_place
 
-    def failing_for_the_bad_one(memory_id: str) -> tuple[list[str], list[str]]:
-        if memory_id == bad:
+    def failing_for_the_bad_one(doc: MemoryRecord) -> SequencePlace:
+        if doc.id == bad:
             raise ValueError("a splice that cannot be made")
-        return links(memory_id)
+        return place(doc)
 
-    monkeypatch.setattr(services.graph, "sequence_links", failing_for_the_bad_one)
+    monkeypatch.setattr(services.graph, "sequence_place", failing_for_the_bad_one)
     jobs()
 
     status = api.get("/enrichment/status").get_json()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from automem.services import Services
 from automem.stores.graph_lifecycle import TIME_KEY, epoch_us
+from automem.timeutil import now_iso
 from tests.archives import archive_records, gzip_records, post_restore, take_backup
 from tests.conftest import Api
 
@@ -114,3 +115,8 @@ def test_both_neighbours_are_the_nearest_in_event_order(
         expected = (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
         assert services.graph.sequence_position(doc) == expected
         assert services.graph.previous_in_sequence(doc) == expected[0]
+        if n % 2 == 0:  # some memories linked into place, so some have edges to read along
+            services.graph.relink_sequence(doc.id, expected[0], expected[1], None, now_iso())
+    for doc in order:  # both reads in one (enrichment's): the same as each alone
+        position, links = services.graph.sequence_position(doc), services.graph.sequence_links(doc.id)
+        assert services.graph.sequence_place(doc) == (*position, *links)
