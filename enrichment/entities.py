@@ -414,7 +414,7 @@ class _Found:
                 rank, pos, _ = self.best.pop((kind, slug))
                 # A fuller name still standing inherits the earlier salience (one named like
                 # another kind may have gone already, in either order).
-                for f in (f for f in fuller if ("person", f) in self.best):
+                for f in [name for name in fuller if ("person", name) in self.best]:
                     r, p, name = self.best[("person", f)]
                     self.best[("person", f)] = (*min((r, p), (rank, pos)), name)
 
