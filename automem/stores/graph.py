@@ -1076,16 +1076,11 @@ class GraphStore(
         }
         return bool(self._query(cypher, params).result_set)
 
-    def sequence_position(self, doc: MemoryRecord) -> tuple[str | None, str | None]:
-        """(previous, next) active memory of `doc`'s sequence scope by event time; equal
-        timestamps are ordered by creation time, then id."""
-        found = self._sequence_neighbours(doc, ("<", ">"))
-        return found.get("<"), found.get(">")
-
     def sequence_place(self, doc: MemoryRecord) -> SequencePlace:
-        """Where `doc` belongs in its sequence (`sequence_position`) and where its PRECEDED_BY
-        edges put it now (`sequence_links`), read together: the edges ride along with the
-        first window's lookup, a round trip fewer for every enrichment."""
+        """Where `doc` belongs in its sequence: the previous and next active memory of its
+        sequence scope by event time (equal timestamps ordered by creation time, then id); and
+        where its PRECEDED_BY edges put it now (`sequence_links`), read along with the first
+        window's lookup, a round trip fewer for every enrichment."""
         found = self._sequence_neighbours(doc, ("<", ">"), with_links=True)
         return SequencePlace(
             found.get("<"),

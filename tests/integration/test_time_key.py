@@ -113,10 +113,11 @@ def test_both_neighbours_are_the_nearest_in_event_order(
     order = sorted(docs, key=lambda d: (epoch_us(d.timestamp), d.created_at or "", d.id))
     for n, doc in enumerate(order):
         expected = (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
-        assert services.graph.sequence_position(doc) == expected
+        assert services.graph.sequence_place(doc)[:2] == expected
         assert services.graph.previous_in_sequence(doc) == expected[0]
         if n % 2 == 0:  # some memories linked into place, so some have edges to read along
             services.graph.relink_sequence(doc.id, expected[0], expected[1], None, now_iso())
-    for doc in order:  # both reads in one (enrichment's): the same as each alone
-        position, links = services.graph.sequence_position(doc), services.graph.sequence_links(doc.id)
-        assert services.graph.sequence_place(doc) == (*position, *links)
+    for n, doc in enumerate(order):  # the edges read along: the same as read alone
+        place = services.graph.sequence_place(doc)
+        assert place[:2] == (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
+        assert place[2:] == services.graph.sequence_links(doc.id)
