@@ -270,6 +270,11 @@ _LINK_PARTS = [
 ]
 
 
+def _link_lists(links: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """(side, id) rows of `_LINK_PARTS` as (before ids, after ids)."""
+    return [i for side, i in links if side == "before"], [i for side, i in links if side == "after"]
+
+
 class _Neighbours(dict[str, str]):
     """Side ("<", ">") -> the nearest memory there; `links`: (side, id) of its PRECEDED_BY edges."""
 
@@ -1082,12 +1087,7 @@ class GraphStore(
         where its PRECEDED_BY edges put it now (`sequence_links`), read along with the first
         window's lookup, a round trip fewer for every enrichment."""
         found = self._sequence_neighbours(doc, ("<", ">"), with_links=True)
-        return SequencePlace(
-            found.get("<"),
-            found.get(">"),
-            [i for side, i in found.links if side == "before"],
-            [i for side, i in found.links if side == "after"],
-        )
+        return SequencePlace(found.get("<"), found.get(">"), *_link_lists(found.links))
 
     def previous_in_sequence(self, doc: MemoryRecord) -> str | None:
         """The active memory just before `doc` in its sequence scope (what it follows)."""
@@ -1132,16 +1132,10 @@ class GraphStore(
         return found
 
     def sequence_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """(memories this one is PRECEDED_BY, memories PRECEDED_BY this one)."""
-        cypher = """
-        MATCH (m:Memory {id: $id})
-        OPTIONAL MATCH (m)-[:PRECEDED_BY]->(p:Memory)
-        WITH m, collect(p.id) AS before
-        OPTIONAL MATCH (n:Memory)-[:PRECEDED_BY]->(m)
-        RETURN before, collect(n.id)
-        """
-        rows = self._ro(cypher, {"id": memory_id})
-        return (list(rows[0][0]), list(rows[0][1])) if rows else ([], [])
+        """(memories this one is PRECEDED_BY, memories PRECEDED_BY this one): the same two
+        matches `sequence_place` reads along with its neighbours."""
+        rows = self._ro(" UNION ALL ".join(_LINK_PARTS), {"id": memory_id})
+        return _link_lists([(str(side), str(i)) for side, i in rows])
 
     def relink_sequence(
         self,
