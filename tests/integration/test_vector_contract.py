@@ -595,6 +595,24 @@ def test_idf_scope_changes_word_weights(store: VectorStore) -> None:
     assert scoped[0].score > store.keyword_search("alpha gamma", 10, scope_b)[0].score
 
 
+def test_one_tenants_word_weights_ignore_another_tenants_words(store: VectorStore) -> None:
+    """A tenant's IDF scope: scores are the same whether or not another tenant's memories use
+    the same words, and the same as an unscoped search while the tenant is alone in the store
+    (the Edge store then leaves the scope out; with a second tenant it must not)."""
+    tenant_a = Filter(must=(Match("tenant", ("a",)),))
+    store.upsert([text_point(n, ["alpha beta", "alpha", "gamma"][n % 3], tenant="a") for n in range(1, 7)])
+
+    def scores(idf_scope: Filter | None) -> list[tuple[str, float]]:
+        hits = store.keyword_search("alpha gamma", 10, tenant_a, idf_scope)
+        return [(h.id, round(h.score, 5)) for h in hits]
+
+    alone = scores(tenant_a)
+    assert alone == scores(None)
+    store.upsert([text_point(n, "alpha alpha", tenant="b") for n in range(20, 40)])
+    assert scores(tenant_a) == alone
+    assert scores(None) != alone  # the other tenant's "alpha" would have weighed in
+
+
 def test_points_without_dense_vector(store: VectorStore) -> None:
     store.upsert(
         [text_point(1, "only words so far"), text_point(2, "words and a vector", vector=[1, 0, 0, 0])]
