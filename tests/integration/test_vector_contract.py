@@ -598,7 +598,7 @@ def test_idf_scope_changes_word_weights(store: VectorStore) -> None:
 def test_one_tenants_word_weights_ignore_another_tenants_words(store: VectorStore) -> None:
     """A tenant's IDF scope: scores are the same whether or not another tenant's memories use
     the same words, and the same as an unscoped search while the tenant is alone in the store
-    (the Edge store then leaves the scope out; with a second tenant it must not)."""
+    (so an engine may leave the scope out then, but never once a second tenant is there)."""
     tenant_a = Filter(must=(Match("tenant", ("a",)),))
     store.upsert([text_point(n, ["alpha beta", "alpha", "gamma"][n % 3], tenant="a") for n in range(1, 7)])
 
