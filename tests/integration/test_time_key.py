@@ -111,13 +111,15 @@ def test_both_neighbours_are_the_nearest_in_event_order(
     docs = services.graph.get_memories([r["id"] for r in response.get_json()["results"]])
     assert {d.seq_scope for d in docs} == {docs[0].seq_scope} and docs[0].seq_scope
     order = sorted(docs, key=lambda d: (epoch_us(d.timestamp), d.created_at or "", d.id))
+    ids = [None, *(d.id for d in order), None]
+    neighbours = [(ids[n], ids[n + 2]) for n in range(len(order))]  # (previous, next) in order
     for n, doc in enumerate(order):
-        expected = (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
+        expected = neighbours[n]
         assert services.graph.sequence_place(doc)[:2] == expected
         assert services.graph.previous_in_sequence(doc) == expected[0]
         if n % 2 == 0:  # some memories linked into place, so some have edges to read along
             services.graph.relink_sequence(doc.id, expected[0], expected[1], None, now_iso())
     for n, doc in enumerate(order):  # the edges read along: the same as read alone
         place = services.graph.sequence_place(doc)
-        assert place[:2] == (order[n - 1].id if n else None, order[n + 1].id if n + 1 < len(order) else None)
+        assert place[:2] == neighbours[n]
         assert place[2:] == services.graph.sequence_links(doc.id)
