@@ -57,6 +57,59 @@ _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
 _CONFIG_FILE = "edge_config.json"
 
 
+class _TenantMix:
+    """Which tenants the shard holds, as far as a keyword search needs to know: nobody yet, one
+    tenant alone, or several (or points without a tenant).
+
+    Why: a BM25 search with a tenant IDF scope costs Edge twice an unscoped one, and while the
+    tenant is alone in the shard both give the same scores (a contract test holds them to it).
+    The owner of the shard sees every write, so it keeps this up to date on each write instead
+    of asking the engine per search. Deletes leave it as is: a tenant that may have gone is
+    still counted, which only keeps the scope on."""
+
+    UNKNOWN = "unknown"  # not read from the shard since it was opened
+    EMPTY = "empty"
+    SOLE = "sole"  # `sole` holds the tenant
+    MIXED = "mixed"
+
+    def __init__(self) -> None:
+        self.state: str = self.UNKNOWN
+        self.sole: str | None = None
+
+    def reset(self) -> None:
+        self.state, self.sole = self.UNKNOWN, None
+
+    def read(self, shard: qe.EdgeShard) -> None:
+        """Learn the mix from the shard (once per opening; an exact count of one indexed field)."""
+        total = int(shard.count(qe.CountRequest(exact=True)))
+        try:
+            hits = shard.facet(qe.FacetRequest(key="tenant", limit=2, exact=True)).hits
+        except Exception:  # no tenant index yet (a shard from before it): keep every scope
+            self.state, self.sole = self.MIXED, None
+            return
+        if total == 0:
+            self.state, self.sole = self.EMPTY, None
+        elif len(hits) == 1 and hits[0].count == total and isinstance(hits[0].value, str):
+            self.state, self.sole = self.SOLE, hits[0].value
+        else:
+            self.state, self.sole = self.MIXED, None
+
+    def written(self, tenants: Sequence[Any]) -> None:
+        """Points were written carrying these tenant values (None: a point without one)."""
+        if self.state in (self.UNKNOWN, self.MIXED):
+            return  # an unread mix is read, with these points in it, by the next search
+        for tenant in tenants:
+            if not isinstance(tenant, str) or (self.state == self.SOLE and tenant != self.sole):
+                self.state, self.sole = self.MIXED, None
+                return
+            self.state, self.sole = self.SOLE, tenant
+
+    def alone(self, shard: qe.EdgeShard, tenant: str) -> bool:
+        if self.state == self.UNKNOWN:
+            self.read(shard)
+        return self.state == self.SOLE and self.sole == tenant
+
+
 class EdgeVectorStore(VectorStore):
     """The shard at `path`, opened in the constructor when it exists (else by `ensure_collection`).
 
@@ -72,6 +125,7 @@ class EdgeVectorStore(VectorStore):
         # One lock for every shard call: parallel calls gain nothing (measured: 8 threads run
         # queries no faster than one), and the lock keeps close/drop from racing a running call.
         self._lock = threading.RLock()
+        self._tenants = _TenantMix()
         with self._lock:
             self._open_existing()
 
@@ -160,6 +214,7 @@ class EdgeVectorStore(VectorStore):
             self._release(flush=True)
 
     def _release(self, flush: bool) -> None:
+        self._tenants.reset()
         if self._shard is not None:
             if flush:
                 self._shard.flush()
@@ -188,6 +243,7 @@ class EdgeVectorStore(VectorStore):
             ]
             # Writes are durable in the WAL without flush() (a killed process loses nothing), and a
             # flush per call costs ~9 ms, so segments are flushed on close() only.
+            self._tenants.written([p.payload.get("tenant") for p in points])
             for operation in operations:
                 shard.update(operation)
 
@@ -220,6 +276,7 @@ class EdgeVectorStore(VectorStore):
             # to update a missing point's vectors, so only stored points are asked.
             for operation in self._keyword_updates(shard, [p for p in latest if p.text]):
                 shard.update(operation)
+            self._tenants.written([p.payload.get("tenant") for p in latest])
             for operation in payloads:
                 shard.update(operation)
 
@@ -235,6 +292,7 @@ class EdgeVectorStore(VectorStore):
             shard = self._open_existing()
             if shard is None:
                 return
+            self._tenants.written([f["tenant"] for _, _, f in values if "tenant" in f])
             for operation in operations:
                 shard.update(operation)
 
@@ -307,16 +365,28 @@ class EdgeVectorStore(VectorStore):
         query = self.encoder.query(text)
         if not query.indices or limit <= 0:
             return []
-        params = qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope))) if idf_scope else None
-        return self._query(
-            qe.QueryRequest(
-                limit=limit,
-                query=qe.Query.Nearest(query, using=SPARSE_NAME),
-                filter=_filter(flt),
-                params=params,
-                with_payload=with_payload,
+        with self._lock:  # re-entered by _query: the mix read and the search see one state
+            shard = self._open_existing()
+            if shard is None:
+                return []
+            return self._query(
+                qe.QueryRequest(
+                    limit=limit,
+                    query=qe.Query.Nearest(query, using=SPARSE_NAME),
+                    filter=_filter(flt),
+                    params=self._idf_params(shard, idf_scope),
+                    with_payload=with_payload,
+                )
             )
-        )
+
+    def _idf_params(self, shard: qe.EdgeShard, idf_scope: Filter | None) -> qe.SearchParams | None:
+        """The IDF corpus, left out when it is one tenant that is alone in the shard."""
+        if idf_scope is None:
+            return None
+        tenant = _tenant_only(idf_scope)
+        if tenant is not None and self._tenants.alone(shard, tenant):
+            return None
+        return qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope)))
 
     def _query(self, request: qe.QueryRequest) -> list[VectorHit]:
         with self._lock:
@@ -385,6 +455,17 @@ def _older_than(rev: int) -> qe.Filter:
 
 
 # --- translation ----------------------------------------------------------------------------------
+def _tenant_only(scope: Filter) -> str | None:
+    """The tenant when `scope` is exactly "this one tenant", else None."""
+    if scope.should or scope.must_not or len(scope.must) != 1:
+        return None
+    [cond] = scope.must
+    if isinstance(cond, Match) and cond.field == "tenant" and len(cond.values) == 1:
+        value = cond.values[0]
+        return value if isinstance(value, str) else None
+    return None
+
+
 def _uuid(point_id: str) -> uuid.UUID:
     return uuid.UUID(point_id)
 
