@@ -80,7 +80,8 @@ class _TenantMix:
         self.state, self.sole = self.UNKNOWN, None
 
     def read(self, shard: qe.EdgeShard) -> None:
-        """Learn the mix from the shard (once per opening; an exact count of one indexed field)."""
+        """Learn the mix from the shard, once per opening: an exact point count and the first two
+        values of the tenant index's facet."""
         total = int(shard.count(qe.CountRequest(exact=True)))
         try:
             hits = shard.facet(qe.FacetRequest(key="tenant", limit=2, exact=True)).hits
