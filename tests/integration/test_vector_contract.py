@@ -597,8 +597,9 @@ def test_idf_scope_changes_word_weights(store: VectorStore) -> None:
 
 def test_one_tenants_word_weights_ignore_another_tenants_words(store: VectorStore) -> None:
     """A tenant's IDF scope: scores are the same whether or not another tenant's memories use
-    the same words, and the same as an unscoped search while the tenant is alone in the store
-    (so an engine may leave the scope out then, but never once a second tenant is there)."""
+    the same words, and the same as an unscoped search while the tenant is alone in a store
+    that has seen no delete (so an engine may leave the scope out then, but never once a second
+    tenant is there: tests/integration/test_edge_tenant_mix.py)."""
     tenant_a = Filter(must=(Match("tenant", ("a",)),))
     store.upsert([text_point(n, ["alpha beta", "alpha", "gamma"][n % 3], tenant="a") for n in range(1, 7)])
 

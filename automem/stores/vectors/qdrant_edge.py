@@ -58,57 +58,47 @@ _CONFIG_FILE = "edge_config.json"
 
 
 class _TenantMix:
-    """Which tenants the shard holds, as far as a keyword search needs to know: nobody yet, one
-    tenant alone, or several (or points without a tenant).
+    """The tenants the shard holds, as far as a keyword search needs to know them: up to two
+    values (None for a point without a tenant), or None until read from the shard.
 
     Why: a BM25 search with a tenant IDF scope costs Edge twice an unscoped one, and while the
     tenant is alone in the shard both give the same scores (a contract test holds them to it).
-    The owner of the shard sees every write, so it keeps this up to date on each write instead
-    of asking the engine per search. Deletes leave it as is: a tenant that may have gone is
-    still counted, which only keeps the scope on."""
-
-    UNKNOWN = "unknown"  # not read from the shard since it was opened
-    EMPTY = "empty"
-    SOLE = "sole"  # `sole` holds the tenant
-    MIXED = "mixed"
+    The owner of the shard sees every write, so it adds each write's tenants here instead of
+    asking the engine per search. After a delete the unscoped IDF still counts the deleted
+    points until the shard is opened again (the scoped one does not), so from then on every
+    scope is kept until `reset`."""
 
     def __init__(self) -> None:
-        self.state: str = self.UNKNOWN
-        self.sole: str | None = None
+        self.known: set[Any] | None = None
+        self.deleted = False
 
     def reset(self) -> None:
-        self.state, self.sole = self.UNKNOWN, None
+        self.known, self.deleted = None, False
 
-    def read(self, shard: qe.EdgeShard) -> None:
-        """Learn the mix from the shard, once per opening: an exact point count and the first two
-        values of the tenant index's facet."""
+    def written(self, tenants: Sequence[Any]) -> None:
+        # Unread: the next search reads the shard, these points in it. Two known: mixed for good.
+        if self.known is not None and len(self.known) < 2:
+            self.known.update(tenants)
+
+    def alone(self, shard: qe.EdgeShard, tenant: str) -> bool:
+        if self.deleted:
+            return False
+        if self.known is None:
+            self.known = self._read(shard)
+        return self.known == {tenant}
+
+    @staticmethod
+    def _read(shard: qe.EdgeShard) -> set[Any]:
+        """An exact point count and the first two values of the tenant index's facet."""
         total = int(shard.count(qe.CountRequest(exact=True)))
         try:
             hits = shard.facet(qe.FacetRequest(key="tenant", limit=2, exact=True)).hits
         except Exception:  # no tenant index yet (a shard from before it): keep every scope
-            self.state, self.sole = self.MIXED, None
-            return
-        if total == 0:
-            self.state, self.sole = self.EMPTY, None
-        elif len(hits) == 1 and hits[0].count == total and isinstance(hits[0].value, str):
-            self.state, self.sole = self.SOLE, hits[0].value
-        else:
-            self.state, self.sole = self.MIXED, None
-
-    def written(self, tenants: Sequence[Any]) -> None:
-        """Points were written carrying these tenant values (None: a point without one)."""
-        if self.state in (self.UNKNOWN, self.MIXED):
-            return  # an unread mix is read, with these points in it, by the next search
-        for tenant in tenants:
-            if not isinstance(tenant, str) or (self.state == self.SOLE and tenant != self.sole):
-                self.state, self.sole = self.MIXED, None
-                return
-            self.state, self.sole = self.SOLE, tenant
-
-    def alone(self, shard: qe.EdgeShard, tenant: str) -> bool:
-        if self.state == self.UNKNOWN:
-            self.read(shard)
-        return self.state == self.SOLE and self.sole == tenant
+            return {None, ""}
+        known: set[Any] = {hit.value for hit in hits}
+        if sum(hit.count for hit in hits) < total:
+            known.add(None)  # points without a tenant
+        return known
 
 
 class EdgeVectorStore(VectorStore):
@@ -316,6 +306,7 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             shard = self._open_existing()
             if shard is not None:
+                self._tenants.deleted = True
                 shard.update(qe.UpdateOperation.delete_points([_uuid(i) for i in ids]))
 
     # --- reads ----------------------------------------------------------------------------------
