@@ -112,7 +112,7 @@ def test_both_neighbours_are_the_nearest_in_event_order(
     assert {d.seq_scope for d in docs} == {docs[0].seq_scope} and docs[0].seq_scope
     order = sorted(docs, key=lambda d: (epoch_us(d.timestamp), d.created_at or "", d.id))
     ids = [None, *(d.id for d in order), None]
-    neighbours = [(ids[n], ids[n + 2]) for n in range(len(order))]  # (previous, next) in order
+    neighbours = list(zip(ids[:-2], ids[2:], strict=True))  # (previous, next) of each in order
     for n, doc in enumerate(order):
         expected = neighbours[n]
         assert services.graph.sequence_place(doc)[:2] == expected

@@ -93,8 +93,8 @@ class _TenantMix:
         total = int(shard.count(qe.CountRequest(exact=True)))
         try:
             hits = shard.facet(qe.FacetRequest(key="tenant", limit=2, exact=True)).hits
-        except Exception:  # no tenant index yet (a shard from before it): keep every scope
-            return {None, ""}
+        except Exception:  # no tenant index yet (a shard from before it): counted as a point
+            return {None}  # without a tenant, which keeps every scope
         known: set[Any] = {hit.value for hit in hits}
         if sum(hit.count for hit in hits) < total:
             known.add(None)  # points without a tenant
@@ -357,11 +357,11 @@ class EdgeVectorStore(VectorStore):
         query = self.encoder.query(text)
         if not query.indices or limit <= 0:
             return []
-        with self._lock:  # re-entered by _query: the mix read and the search see one state
+        with self._lock:  # one hold: the tenant mix read and the search see one state
             shard = self._open_existing()
             if shard is None:
                 return []
-            return self._query(
+            hits = shard.query(
                 qe.QueryRequest(
                     limit=limit,
                     query=qe.Query.Nearest(query, using=SPARSE_NAME),
@@ -370,6 +370,7 @@ class EdgeVectorStore(VectorStore):
                     with_payload=with_payload,
                 )
             )
+        return _hits(hits)
 
     def _idf_params(self, shard: qe.EdgeShard, idf_scope: Filter | None) -> qe.SearchParams | None:
         """The IDF corpus, left out when it is one tenant that is alone in the shard."""
@@ -386,7 +387,7 @@ class EdgeVectorStore(VectorStore):
             if shard is None:
                 return []
             hits = shard.query(request)
-        return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
+        return _hits(hits)
 
     def count(self, flt: Filter | None = None, exact: bool = True) -> int:
         with self._lock:
@@ -456,6 +457,10 @@ def _tenant_only(scope: Filter) -> str | None:
         value = cond.values[0]
         return value if isinstance(value, str) else None
     return None
+
+
+def _hits(hits: Sequence[Any]) -> list[VectorHit]:
+    return [VectorHit(id=str(h.id), score=float(h.score), payload=dict(h.payload or {})) for h in hits]
 
 
 def _uuid(point_id: str) -> uuid.UUID:
