@@ -42,7 +42,15 @@ def test_each_thread_reads_on_a_connection_of_its_own(stack: Stack) -> None:
     mine = _client_id(store)
     assert _client_id(store) == mine  # kept, not taken anew per read
     others: list[int] = []
-    threads = [threading.Thread(target=lambda: others.append(_client_id(store))) for _ in range(3)]
+    # Each thread holds its connection until all have read: a thread that has ended gives its
+    # connection back to the pool, and a later thread may then be lent the same one.
+    all_read = threading.Barrier(3)
+
+    def read_and_wait() -> None:
+        others.append(_client_id(store))
+        all_read.wait(timeout=30)
+
+    threads = [threading.Thread(target=read_and_wait) for _ in range(3)]
     for thread in threads:
         thread.start()
     for thread in threads:
