@@ -7,20 +7,28 @@ import contextlib
 import json
 import queue
 import threading
+import time
 from typing import Any
 
 import httpx
 
+# One CA bundle for every reader: httpx.Client() would load certifi's again each time (~50 ms of
+# CPU with the GIL held), which many readers opened at once in threads would queue behind.
+_TLS = httpx.create_ssl_context()
+
 
 class SseReader:
     """One open stream. `status` and `headers` are the response's; `next()` returns events in the
-    order the server wrote them; `comments` collects `:` lines (keepalives)."""
+    order the server wrote them; `comments` collects `:` lines (keepalives); `seconds` is how
+    long the server took to answer the request."""
 
     def __init__(self, base_url: str, headers: dict[str, str], read_timeout: float = 60.0) -> None:
         timeout = httpx.Timeout(10, read=read_timeout)
-        self.client = httpx.Client(base_url=base_url, headers=headers, timeout=timeout)
+        self.client = httpx.Client(base_url=base_url, headers=headers, timeout=timeout, verify=_TLS)
         self._context = self.client.stream("GET", "/stream")
+        started = time.monotonic()
         self.response = self._context.__enter__()
+        self.seconds = time.monotonic() - started
         self.status = self.response.status_code
         self.headers = self.response.headers
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()

@@ -295,15 +295,19 @@ def test_the_memory_list_filters_by_importance_and_pages(ui: Watched, api: Api) 
     ui.go("/ui/memories")
     first_page = ui.page.locator("li.memory").all_inner_texts()
     assert len(first_page) == 50 and "Paged memory number 59" in first_page[0]
-    ui.page.click("a[rel=next]")
+    # all_inner_texts() and count() do not wait: each reads the page the click loaded, once loaded.
+    with ui.page.expect_navigation():
+        ui.page.click("a[rel=next]")
     assert "offset=50" in ui.page.url
     second_page = ui.page.locator("li.memory").all_inner_texts()
     assert len(second_page) == 10 and "Paged memory number 9" in second_page[0]
     assert ui.page.locator("a[rel=next]").count() == 0
-    ui.page.click("a[rel=prev]")
+    with ui.page.expect_navigation():
+        ui.page.click("a[rel=prev]")
     assert ui.page.locator("li.memory").all_inner_texts() == first_page
     ui.page.fill("#importance", "0.8")
-    ui.page.click("button:has-text('Filter')")
+    with ui.page.expect_navigation():
+        ui.page.click("button:has-text('Filter')")
     important = ui.page.locator("li.memory").all_inner_texts()
     assert len(important) == 15 and all("importance 0.90" in text for text in important)
     ui.assert_nothing_ran()

@@ -141,14 +141,15 @@ def test_more_connections_than_threads_are_all_served(one_thread: Gunicorn) -> N
 def test_no_thread_lingers_while_connections_outnumber_threads() -> None:
     """One thread, a linger far longer than the clients' patience: once two connections are
     open, each request is answered without the thread first waiting on the other client."""
-    server = Gunicorn(threads=1, linger_ms=2000)
+    # A linger far above a loaded machine's slowest answer: a 5 s wait tells the two apart.
+    server = Gunicorn(threads=1, linger_ms=10_000)
     try:
-        first, second = server.connection(timeout=10), server.connection(timeout=10)
+        first, second = server.connection(timeout=30), server.connection(timeout=30)
         assert ask(first, "/a") == b"/a|"
         assert ask(second, "/b") == b"/b|"  # waits out the linger that began with one connection
         for conn in (first, second):
             assert conn.sock is not None
-            conn.sock.settimeout(1.0)
+            conn.sock.settimeout(5.0)
         for k in range(10):
             assert ask(first, f"/a{k}") == f"/a{k}|".encode()
             assert ask(second, f"/b{k}") == f"/b{k}|".encode()

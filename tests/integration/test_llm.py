@@ -329,11 +329,11 @@ def test_unlimited_rate(stub: OpenAIStub, redis_conn: redis.Redis) -> None:
 # --- transport failures ------------------------------------------------------------------------------
 def test_timeout_is_a_failure(stub: OpenAIStub, redis_conn: redis.Redis) -> None:
     client = make_client(stub, redis_conn, llm_timeout_seconds=0.2)
-    stub.delay = 1.0
+    stub.delay = 5.0  # far beyond the timeout, so a loaded machine's slowness cannot pass for it
     started = time.monotonic()
     with pytest.raises(LlmFailed, match="timed out"):
         client.classify("x")
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 3
     assert len(stub.requests_to(CHAT)) == 1  # the SDK did not retry
     assert client.breaker_state()["open"] is False
 

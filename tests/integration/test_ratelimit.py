@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +18,11 @@ from tests.conftest import API_TOKEN, Api, make_settings
 
 
 @pytest.fixture
-def limited(falkordb_server: EmbeddedFalkorDB, redis_conn: Any, tmp_path: Path) -> Iterator[Flask]:
+def limited(
+    falkordb_server: EmbeddedFalkorDB, redis_conn: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Flask]:
+    # The budget is per clock minute: a minute turning over between a test's writes would reset it.
+    monkeypatch.setattr("automem.ratelimit.time", SimpleNamespace(time=lambda: 1_700_000_010.0))
     settings = make_settings(
         falkordb_server.url,
         tmp_path / "limited",

@@ -164,7 +164,7 @@ def test_stream_headers_status_and_the_bound_per_process(base_url: str, reader: 
         assert second.status == 200  # the default bound: half of AUTOMEM_API_THREADS (4)
         started = time.monotonic()
         third = SseReader(base_url, KEY)
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 5
         assert third.status == 503
         assert envelope_problem(503, third.body, "too_many_streams") is None
         status = httpx.get(f"{base_url}/stream/status", headers=KEY).json()
@@ -196,10 +196,10 @@ def test_keepalives_in_silence_and_the_end_after_max_seconds(
         with serve(app) as url:
             started = time.monotonic()
             stream = SseReader(url, KEY)
-            assert stream.ended.wait(5), "the stream did not end"
+            assert stream.ended.wait(15), "the stream did not end"
             elapsed = time.monotonic() - started
             stream.close()
-        assert 0.9 < elapsed < 3
+        assert 0.9 < elapsed < 10  # ends near max_seconds (1 s), well before the 60 s read timeout
         assert stream.comments.count(": keepalive") >= 3
         assert stream.comments[-1].startswith(": stream time limit reached")
         assert app.extensions["automem.events"].status()["subscribers"] == 0
@@ -210,8 +210,8 @@ def test_keepalives_in_silence_and_the_end_after_max_seconds(
 def test_stopping_the_app_ends_its_streams(app: Flask, base_url: str, reader: SseReader) -> None:  # noqa: F811
     started = time.monotonic()
     end_streams(app, wait=False)  # what SIGTERM does in a gunicorn worker (automem.gunicorn_conf)
-    assert reader.ended.wait(5)
-    assert time.monotonic() - started < 2
+    assert reader.ended.wait(10)
+    assert time.monotonic() - started < 5
     late = SseReader(base_url, KEY)
     assert late.status == 503 and late.body["reason"] == "shutting_down"  # a stopping process
     late.close()
@@ -344,6 +344,8 @@ def test_a_slow_stream_loses_events_not_memory_and_others_get_everything(
             time.sleep(0.005)
         reading.join(20)
         assert received == list(range(total)), "the reading stream missed events"
+        # The hub offers each event to the streams in turn: the reader may be served first.
+        _wait(lambda: slow.queued() + slow.dropped == total)
         assert (slow.queued(), slow.dropped) == (capacity, total - capacity)
         described = {s["id"]: s for s in hub.status()["streams"]}
         assert described[slow.id]["dropped"] == total - capacity and described[fast.id]["dropped"] == 0
@@ -372,7 +374,7 @@ def test_a_write_succeeds_at_once_while_events_cannot_be_published(
     started = time.monotonic()
     for n in range(3):
         _store(api, f"written while the event channel is down {n}")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 5
     assert dead.flush(5)
     assert (dead.dropped, dead.published) == (3, 0)
     warnings = [r for r in caplog.records if "dropped" in r.getMessage()]
@@ -389,7 +391,8 @@ def test_publishing_never_waits_for_a_redis_that_hangs() -> None:
         started = time.monotonic()
         for n in range(1000):
             publisher.publish("memory.stored", {"n": n}, "default")
-        assert time.monotonic() - started < 0.5
+        # A publish that waited on the socket would alone take its 2 s timeout.
+        assert time.monotonic() - started < 1.9
     finally:
         publisher.close(timeout=0.1)
         silent.close()

@@ -32,9 +32,9 @@ class WriteStream(threading.Thread):
     error or a 503 repeats the same request. Identical content deduplicates, so a write the server
     committed before it died comes back on the retry as 200 with the id it was stored under."""
 
-    def __init__(self, svc: Service, label: str) -> None:
+    def __init__(self, svc: Service, label: str, timeout: float = 10) -> None:
         super().__init__(daemon=True)
-        self.http = httpx.Client(base_url=svc.url, headers={"X-API-Key": TOKEN}, timeout=10)
+        self.http = httpx.Client(base_url=svc.url, headers={"X-API-Key": TOKEN}, timeout=timeout)
         self.label = label
         self.acked: dict[int, str] = {}  # write number -> memory id
         self.statuses: Counter[str] = Counter()
@@ -144,7 +144,9 @@ def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
     when its worker is killed. The restarted worker hands the abandoned job to RQ's own
     handling at once (a retry), instead of when its heartbeat would expire (job timeout + 60 s)."""
     with OpenAIStub(dimension=32) as stub:
-        stub.delay = 3.0
+        # The call must still be waiting when the kill comes, however slow this machine; under
+        # the 30 s EMBEDDING_TIMEOUT_SECONDS, so the killed call is not a timeout first.
+        stub.delay = 20.0
         svc = stack(
             env={
                 "EMBEDDING_PROVIDER": "openai",
@@ -171,6 +173,7 @@ def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
         assert job.get_status() == JobStatus.STARTED and memory_id in job.args[0]
         [worker] = svc.worker_pids()
         kill9([worker])
+        stub.delay = 0  # read per request: the redo is answered at once
 
         svc.wait_drained(expected_vectors=1, timeout=60)
         assert Job.fetch(job_id, connection=conn).get_status() == JobStatus.FINISHED  # RQ's retry ran it
@@ -183,7 +186,9 @@ def test_kill9_of_a_worker_mid_job_redoes_the_job(stack: Any) -> None:
 def test_kill9_of_falkordb_during_a_stream_of_writes(service: Service) -> None:
     """The supervisor restarts FalkorDB; meanwhile the API answers 503 with the error envelope
     (never a 500, never a hang), and every write it acknowledged is there afterwards."""
-    stream = WriteStream(service, "falkordb-kill")
+    # A hang is a request outliving 30 s, under the API's own 35 s bound on a graph reply: a
+    # request that meets the restart waits out the graph client's retries, over 10 s when loaded.
+    stream = WriteStream(service, "falkordb-kill", timeout=30)
     stream.start()
     stream.wait_for(30)
     old = service.falkordb_pid()

@@ -21,6 +21,7 @@ from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
 from automem.settings import Settings
 from tests.conftest import Api, make_settings
+from tests.stack import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -86,6 +87,8 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
     finally:
         worker.terminate()
         worker.wait(30)
+    # The worker's last jobs (enrichment) may have handed vector writes to this app's drain thread.
+    wait_until(lambda: svc.sync.backlog() == 0, 30, "the vector hand-off was not drained")
     assert svc.vectors is not None
     points = {r.id: r for r in svc.vectors.retrieve(list(expected), with_vectors=True)}
     for memory_id, patch in expected.items():

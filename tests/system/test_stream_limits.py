@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from statistics import median
 
 import httpx
@@ -14,7 +15,7 @@ import pytest
 
 from tests.envelope import envelope_problem
 from tests.sse import SseReader
-from tests.stack import TOKEN, Service
+from tests.stack import TOKEN, Service, children_of, cmdline, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +24,9 @@ ATTEMPTS = 50
 
 
 def _attempt(url: str, out: dict[int, tuple[SseReader, float]], n: int, lock: threading.Lock) -> None:
-    started = time.monotonic()
     reader = SseReader(url, KEY)
     with lock:
-        out[n] = (reader, time.monotonic() - started)
+        out[n] = (reader, reader.seconds)  # the server's answer alone, not the client's set-up
 
 
 def _timed(call: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:
@@ -71,7 +71,7 @@ def _api_answers_promptly_while_streams_stay_open(service: Service, admitted: li
     body = {"content": "written while two dashboards watch"}
     created, store_seconds = _timed(lambda: service.http.post("/memory", json=body))
     assert (health.status_code, created.status_code) == (200, 201)
-    assert health_seconds < 2 and store_seconds < 2, (health_seconds, store_seconds)
+    assert health_seconds < 5 and store_seconds < 5, (health_seconds, store_seconds)
     memory_id = created.json()["memory_id"]
     for reader in admitted:
         event = reader.next(timeout=10)
@@ -97,8 +97,17 @@ def _a_stop_ends_open_streams(service: Service) -> None:
     itself, so the worker ends its streams first (automem.gunicorn_conf.post_worker_init)."""
     watcher = SseReader(service.url, KEY)
     assert watcher.status == 200 and watcher.connected.wait(10)
-    started = time.monotonic()
-    assert service.stop() == 0
-    assert watcher.ended.wait(5)
+    assert service.process is not None
+    api, falkordb = service.api_pids(), service.falkordb_pid()
+    # The supervisor signals the API once these (the workers and cron) have exited.
+    first = [pid for pid in children_of(service.process.pid) if pid not in api and pid != falkordb]
+    with ThreadPoolExecutor(1) as pool:
+        stopping = pool.submit(service.stop)
+        wait_until(lambda: not any(cmdline(pid) for pid in first), 60, "the workers did not stop")
+        api_signalled = time.monotonic()
+        assert watcher.ended.wait(30)
+        # Timed from the API's SIGTERM, not the whole stack's stop (slow on a loaded machine): a
+        # stream left open would be waited out for the 15 s graceful timeout.
+        assert time.monotonic() - api_signalled < 10, "the stop waited for the open stream"
+        assert stopping.result(90) == 0
     watcher.close()
-    assert time.monotonic() - started < 12, "the stop waited for the open stream"

@@ -82,7 +82,7 @@ def test_frames_keepalive_in_silence_and_stop_at_the_time_limit() -> None:
     sub = _subscription(10)
     started = time.monotonic()
     frames = list(sub.frames(keepalive=0.05, max_seconds=0.3))
-    assert 0.25 < time.monotonic() - started < 1.0
+    assert 0.25 < time.monotonic() - started < 3.0  # a loaded machine may wake the thread late
     assert frames[0].startswith("retry: ") and f": connected {sub.id}" in frames[0]
     assert 3 <= frames.count(": keepalive\n\n") <= 6
     assert frames[-1].startswith(": stream time limit reached")
@@ -94,7 +94,10 @@ def test_frames_end_when_the_stream_is_closed() -> None:
     reader = threading.Thread(target=lambda: written.extend(sub.frames(keepalive=5, max_seconds=60)))
     reader.start()
     sub.offer(_frame(7))
-    time.sleep(0.1)
+    # close() drops frames not yet taken: the reader must have taken this one first.
+    deadline = time.monotonic() + 5
+    while sub.delivered < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     sub.close()
     reader.join(2)
     assert not reader.is_alive()
