@@ -15,6 +15,7 @@ from automem.events import MAX_LISTED_IDS, EventType, envelope, listed
 from automem.settings import Settings
 from enrichment.consolidation import run_event
 from enrichment.jobevents import JobInfo
+from tests.stack import wait_until
 
 
 def _subscription(capacity: int) -> Subscription:
@@ -95,9 +96,7 @@ def test_frames_end_when_the_stream_is_closed() -> None:
     reader.start()
     sub.offer(_frame(7))
     # close() drops frames not yet taken: the reader must have taken this one first.
-    deadline = time.monotonic() + 5
-    while sub.delivered < 1 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: sub.delivered >= 1, 5, "the reader did not take the frame", interval=0.01)
     sub.close()
     reader.join(2)
     assert not reader.is_alive()
