@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from automem.services import Services
+from automem.stores.scope_bounds import SCOPE_LABEL
 from enrichment.consolidation import Consolidator
 from enrichment.context import use_services
 from tests.conftest import ADMIN_TOKEN, Api
@@ -78,10 +79,14 @@ def populate(api: Api, services: Services, jobs: Any) -> dict[str, str]:
 
 
 def snapshot(services: Services) -> dict[str, Any]:
-    """Every node, edge and vector point of the store, keyed by identity (not internal ids)."""
+    """Every node, edge and vector point of the store, keyed by identity (not internal ids); not
+    the scopes' time ranges, which a restore makes from the memories it writes (a live store's
+    may be wider: they are never narrowed)."""
     nodes = sorted(
         json.dumps([labels, props], sort_keys=True)
-        for labels, props in services.graph._ro("MATCH (n) RETURN labels(n), properties(n)")
+        for labels, props in services.graph._ro(
+            f"MATCH (n) WHERE NOT n:{SCOPE_LABEL} RETURN labels(n), properties(n)"
+        )
     )
     edges = sorted(
         json.dumps(row, sort_keys=True)

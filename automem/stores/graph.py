@@ -30,17 +30,23 @@ from automem.relations import SUPERSEDING
 from automem.stores.graph_analytics import AnalyticsQueries
 from automem.stores.graph_consolidation import ConsolidationQueries
 from automem.stores.graph_entities import EntityQueries
-from automem.stores.graph_lifecycle import (
-    TIME_KEY,
-    VECTOR_LABEL,
-    VECTOR_LINK,
-    LifecycleQueries,
-    epoch_us,
-    with_time_key,
-)
+from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK, LifecycleQueries
 from automem.stores.graph_tenants import TenantQueries
 from automem.stores.graph_views import ViewQueries
 from automem.stores.recall_filter import RecallFilter
+from automem.stores.scope_bounds import (
+    MARKER,
+    MIGRATE,
+    MOVING_PROPS,
+    RAISE_FROM_MEMORY,
+    RAISE_FROM_SPANS,
+    RANGE_PART,
+    SCOPE_LABEL,
+    SET_MARKER,
+    nothing_beyond,
+    spans_of,
+)
+from automem.stores.time_key import TIME_KEY, epoch_us, with_time_key
 
 log = logging.getLogger(__name__)
 # Memories a migration query moves to vector nodes at a time.
@@ -119,6 +125,7 @@ _RANGE_INDEXES = {
     VECTOR_LABEL: ("id",),
     "Entity": ("key", "slug"),
     "MemoryEvent": ("memory_id",),
+    SCOPE_LABEL: ("scope",),
 }
 
 # The history event of the change a statement makes to `m` (see automem.history): written in the
@@ -277,11 +284,32 @@ def _link_lists(links: Sequence[tuple[str, str]]) -> tuple[list[str], list[str]]
 
 
 class _Neighbours(dict[str, str]):
-    """Side ("<", ">") -> the nearest memory there; `links`: (side, id) of its PRECEDED_BY edges."""
+    """Side ("<", ">") -> the nearest memory there; `links`: (side, id) of its PRECEDED_BY edges;
+    `scope_range`: the scope's (lowest, highest) time key when known."""
 
     def __init__(self) -> None:
         super().__init__()
         self.links: list[tuple[str, str]] = []
+        self.scope_range: tuple[int, int] | None = None
+
+    def add(self, side: str, value: Any) -> None:
+        """One row of the lookup's query."""
+        if side in _LINK_SIDES:
+            self.links.append((side, str(value)))
+        elif side == "range":
+            lo, hi = value
+            if lo is not None and hi is not None:
+                self.scope_range = (int(lo), int(hi))
+        else:
+            self[side] = str(value)
+
+    def ends_within(self, op: str, at: int, span: timedelta | None) -> bool:
+        """Whether side `op` has nothing beyond the window `span` just searched."""
+        return (
+            span is not None
+            and self.scope_range is not None
+            and nothing_beyond(op, at, span, self.scope_range)
+        )
 
 
 class SequencePlace(NamedTuple):
@@ -322,6 +350,8 @@ class CypherGraph:
         # FalkorDB aborts a read query after this; None: no limit.
         self.read_timeout_ms = int(timeout_seconds * 1000) or None
         self._local = threading.local()
+        # Whether the scopes' time ranges are complete (scope_bounds): seen in ensure_schema.
+        self.scope_ranges_complete = False
 
     def _run(self, fn: Callable[[], T]) -> T:
         try:
@@ -449,6 +479,7 @@ class GraphStore(
         self._move_embeddings_to_vector_nodes(existing)
         self._link_vector_nodes()
         self._add_time_keys()
+        self._add_scope_ranges()
         if dimension:
             self._ensure_vector_index(dimension, existing)
 
@@ -556,6 +587,15 @@ class GraphStore(
                 done += len(rows)
         return done
 
+    def _add_scope_ranges(self) -> None:
+        """Give a store written before the scopes' time ranges its ranges (one aggregation over
+        its memories), then the marker; from then on this process trusts them. Writers made
+        ranges for their own writes meanwhile: the pass widens those, it never narrows one."""
+        if not int(self._ro(MARKER)[0][0]):
+            self._query(MIGRATE)
+            self._query(SET_MARKER)
+        self.scope_ranges_complete = True
+
     def _existing_indexes(self) -> dict[tuple[str, str, str], Any]:
         """(label, kind, property) -> index options, for every index of the graph."""
         found: dict[tuple[str, str, str], Any] = {}
@@ -584,11 +624,12 @@ class GraphStore(
         Each row: {"props": flat property map (with id, dedup_key), "embedding": list | None}.
         """
         cypher = (
-            """
+            RAISE_FROM_SPANS
+            + """
         UNWIND $rows AS r
         OPTIONAL MATCH (same:Memory {id: r.props.id})
         OPTIONAL MATCH (dup:Memory {dedup_key: r.props.dedup_key})
-        WITH r, same, dup
+        WITH r, same, dup, new_scopes
         FOREACH (_ IN CASE WHEN same IS NULL AND dup IS NULL THEN [1] ELSE [] END |
             CREATE (m:Memory)
             SET m = r.props
@@ -596,13 +637,14 @@ class GraphStore(
             + _CREATE_VECTOR
             + """
         )
-        RETURN r.props.id, same.id, dup.id, r.embedding IS NOT NULL
+        RETURN r.props.id, same.id, dup.id, r.embedding IS NOT NULL, new_scopes
         """
         )
         rows = [{"props": with_time_key(r["props"]), "embedding": vector32(r["embedding"])} for r in rows]
-        result = self._query(cypher, {"rows": rows})
-        outcomes, nodes = [], 0
-        for row_id, same_id, dup_id, with_vector in result.result_set:
+        result = self._query(cypher, {"rows": rows, "scope_spans": spans_of(r["props"] for r in rows)})
+        # Scope range nodes the statement made count among its created nodes.
+        outcomes, nodes = [], int(result.result_set[0][4]) if result.result_set else 0
+        for row_id, same_id, dup_id, with_vector, _ in result.result_set:
             if same_id is not None:
                 outcomes.append(CreateOutcome(row_id, "conflict", same_id))
             elif dup_id is not None:
@@ -640,6 +682,7 @@ class GraphStore(
         SET m += $props, m.version = m.version + 1, m.rev = m.rev + 1
         FOREACH (_ IN CASE WHEN $dedup_key IS NULL THEN [] ELSE [1] END |
             SET m.dedup_key = CASE WHEN taken = 0 THEN $dedup_key ELSE null END)
+        {RAISE_FROM_MEMORY if MOVING_PROPS & props.keys() else ""}
         {_REPLACE_EMBEDDING.format(when="$embedding IS NOT NULL", value="$embedding")}
         {_RECORD_EVENT.format(event="$event")}
         RETURN {_PROJECTION}
@@ -1102,7 +1145,10 @@ class GraphStore(
         ms a memory in a 12k-memory scope); the neighbour is nearly always close in time, so the
         timestamp index is asked for a window of an hour, then a day, and only then is the whole
         scope sorted. Both sides are asked in one query per window (UNION ALL), and a side found
-        is not asked again: two sides cost as many round trips as the farther one needs."""
+        is not asked again: two sides cost as many round trips as the farther one needs. The
+        scope's time range (scope_bounds), read with the first window, ends a side whose window
+        already reached past the scope's end: the newest memory of a scope costs one window,
+        not a scan of the scope."""
         params: dict[str, Any] = {
             "scope": doc.seq_scope or "",
             "tenant": doc.tenant,
@@ -1120,14 +1166,14 @@ class GraphStore(
                 )
                 for op in missing
             ]
-            if with_links and span == _SEQUENCE_WINDOWS[0]:
+            first = span == _SEQUENCE_WINDOWS[0]
+            if first and with_links:
                 parts += _LINK_PARTS
-            for side, memory_id in self._ro(" UNION ALL ".join(parts), params):
-                if side in _LINK_SIDES:
-                    found.links.append((str(side), str(memory_id)))
-                else:
-                    found[str(side)] = str(memory_id)
-            missing = [op for op in missing if op not in found]
+            if first and self.scope_ranges_complete:
+                parts.append(RANGE_PART)
+            for side, value in self._ro(" UNION ALL ".join(parts), params):
+                found.add(str(side), value)
+            missing = [op for op in missing if op not in found and not found.ends_within(op, at, span)]
             if not missing:
                 break
         return found

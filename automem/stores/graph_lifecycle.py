@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import redis.exceptions
 
-from automem.timeutil import parse_iso
+from automem.stores.scope_bounds import RAISE_FROM_SPANS, SCOPE_LABEL, spans_of
+from automem.stores.time_key import with_time_key
 
 # Each memory's embedding lives on its own node, (:MemoryVector {id, tenant, embedding}) keyed by
 # the memory's id, not on the memory: FalkorDB re-inserts a node's vector into the HNSW index on
@@ -29,29 +29,6 @@ VECTOR_LABEL = "MemoryVector"
 # 10k, docs/performance.md). Derived like the vector node: backups, edge counts and the graph's
 # views leave it out, and a restore makes it again.
 VECTOR_LINK = "HAS_VECTOR"
-
-# A memory's timestamp again, as integer microseconds since 1970 (derived, written by the store
-# with every timestamp): FalkorDB's range index scans numbers right, while on strings it drops a
-# `<`/`<=` bound (FalkorDB #2239), so a time window over the ISO `timestamp` scanned from its
-# start to the newest memory. Sequence neighbours are looked up in windows of `ts_us`.
-TIME_KEY = "ts_us"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def epoch_us(timestamp: str) -> int:
-    """An ISO timestamp as microseconds since 1970 (exact: integers, not float seconds)."""
-    delta = parse_iso(timestamp) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def with_time_key(props: dict[str, Any]) -> dict[str, Any]:
-    """`props`, with TIME_KEY set from `timestamp` when they set it (a null timestamp clears it);
-    an incoming TIME_KEY (an archive's) is never trusted."""
-    if "timestamp" not in props:
-        return {k: v for k, v in props.items() if k != TIME_KEY}
-    timestamp = props["timestamp"]
-    return {**props, TIME_KEY: epoch_us(str(timestamp)) if timestamp else None}
-
 
 # The property that identifies a node of each label across stores (edges name endpoints by it).
 NODE_KEYS = {
@@ -123,7 +100,7 @@ class LifecycleQueries:
     def nodes_window(self, low: int, high: int) -> list[tuple[list[str], dict[str, Any]]]:
         """(labels, properties) of the nodes with internal ids in [low, high)."""
         cypher = f"""
-        MATCH (n) WHERE ID(n) >= $low AND ID(n) < $high AND NOT n:{VECTOR_LABEL}
+        MATCH (n) WHERE ID(n) >= $low AND ID(n) < $high AND NOT n:{VECTOR_LABEL} AND NOT n:{SCOPE_LABEL}
         OPTIONAL MATCH (v:{VECTOR_LABEL} {{id: n.id}}) WHERE n:Memory
         RETURN labels(n), properties(n), v.embedding
         """
@@ -161,7 +138,7 @@ class LifecycleQueries:
         counts = {
             str(label): int(n)
             for label, n in self._ro_or_empty("MATCH (n) RETURN labels(n)[0], count(n)")
-            if label is not None
+            if label is not None and label != SCOPE_LABEL
         }
         edges = self._ro_or_empty(f"MATCH ()-[r]->() WHERE type(r) <> '{VECTOR_LINK}' RETURN count(r)")
         counts["edges"] = int(edges[0][0]) if edges else 0
@@ -186,9 +163,10 @@ class LifecycleQueries:
 
     def restore_memories(self, rows: Sequence[dict[str, Any]]) -> int:
         """Rows {props, embedding}: memory nodes exactly as backed up (no dedup, no defaults;
-        the derived TIME_KEY is computed again)."""
+        the derived TIME_KEY and the scopes' time ranges are made again)."""
         rows = [{**r, "props": with_time_key(r["props"])} for r in rows]
         cypher = f"""
+        {RAISE_FROM_SPANS}
         UNWIND $rows AS r
         CREATE (m:Memory)
         SET m = r.props
@@ -197,7 +175,8 @@ class LifecycleQueries:
             SET v.embedding = vecf32(r.embedding))
         RETURN count(m)
         """
-        return int(self._query(cypher, {"rows": list(rows)}).result_set[0][0])
+        params = {"rows": rows, "scope_spans": spans_of(r["props"] for r in rows)}
+        return int(self._query(cypher, params).result_set[0][0])
 
     def restore_nodes(self, labels: Sequence[str], rows: Sequence[dict[str, Any]]) -> int:
         """Nodes of `labels` with these property maps."""

@@ -6,6 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK
+from automem.stores.scope_bounds import SCOPE_LABEL
 
 
 class TenantQueries:
@@ -60,6 +61,7 @@ class TenantQueries:
         """After its memories: the tenant's entities (with their edges), tombstones of purged
         memories and any other history event of it."""
         self._erase_label(VECTOR_LABEL, tenant)  # none is left unless a memory was lost half-way
+        self._erase_label(SCOPE_LABEL, tenant)
         entities = self._erase_label("Entity", tenant)
         events = self._erase_label("MemoryEvent", tenant)
         return {"entities": entities, "history_events": events}

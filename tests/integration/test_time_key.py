@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from automem.services import Services
-from automem.stores.graph_lifecycle import TIME_KEY, epoch_us
+from automem.stores.time_key import TIME_KEY, epoch_us
 from automem.timeutil import now_iso
 from tests.archives import archive_records, gzip_records, post_restore, take_backup
 from tests.conftest import Api

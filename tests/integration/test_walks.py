@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from automem.services import Services
 from automem.stores import graph as graph_module
-from automem.stores.graph_lifecycle import TIME_KEY, VECTOR_LABEL
+from automem.stores.graph_lifecycle import VECTOR_LABEL
+from automem.stores.time_key import TIME_KEY
 from enrichment import consolidation
 
 # One node of the graph before the walk: a memory (state, tenant, enriched: also whether it has
