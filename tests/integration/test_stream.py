@@ -34,6 +34,7 @@ from tests.conftest import ADMIN_TOKEN, API_TOKEN, Api, make_settings, run_jobs
 from tests.envelope import envelope_problem
 from tests.served import base_url, serve  # noqa: F401  (fixture)
 from tests.sse import SseReader
+from tests.stack import wait_until
 
 KEY = {"X-API-Key": API_TOKEN}
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
@@ -173,7 +174,12 @@ def test_stream_headers_status_and_the_bound_per_process(base_url: str, reader: 
     finally:
         second.close()
     # The server notices the departed client at its next keepalive and frees the slot.
-    _wait(lambda: httpx.get(f"{base_url}/stream/status", headers=KEY).json()["subscribers"] == 1)
+    wait_until(
+        lambda: httpx.get(f"{base_url}/stream/status", headers=KEY).json()["subscribers"] == 1,
+        10,
+        "the departed client's slot was not freed",
+        0.05,
+    )
     fourth = SseReader(base_url, KEY)
     assert fourth.status == 200
     fourth.close()
@@ -345,7 +351,12 @@ def test_a_slow_stream_loses_events_not_memory_and_others_get_everything(
         reading.join(20)
         assert received == list(range(total)), "the reading stream missed events"
         # The hub offers each event to the streams in turn: the reader may be served first.
-        _wait(lambda: slow.queued() + slow.dropped == total)
+        wait_until(
+            lambda: slow.queued() + slow.dropped == total,
+            10,
+            "the slow stream was not offered every event",
+            0.05,
+        )
         assert (slow.queued(), slow.dropped) == (capacity, total - capacity)
         described = {s["id"]: s for s in hub.status()["streams"]}
         assert described[slow.id]["dropped"] == total - capacity and described[fast.id]["dropped"] == 0
@@ -418,10 +429,3 @@ def test_the_viewer_paths_lead_to_the_dashboard(client: FlaskClient, path: str) 
     response = client.get(path)  # no key needed, as in AutoMem
     assert response.status_code == 302
     assert response.headers["Location"].endswith("/ui/")
-
-
-def _wait(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.05)
