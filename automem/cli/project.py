@@ -25,6 +25,7 @@ BENCHMARKS = {
     "embedding": "embedding.py",
     "vector-layout": "vector_layout.py",
     "walks": "walks.py",
+    "sequence": "sequence.py",
     "setting-ab": "setting_ab.py",
 }
 
@@ -77,8 +78,9 @@ def add_bench(sub: Subparsers) -> None:
         "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
         "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
         "(graph writes and searches with the embedding on the memory or its own node), walks (one pass over "
-        "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), setting-ab (one setting's "
-        "values in turn on one store: recall and single writes)",
+        "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), sequence (enrichment's "
+        "sequence lookup for a memory written as it happens, with and without the scopes' time ranges), "
+        "setting-ab (one setting's values in turn on one store: recall and single writes)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
