@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -61,6 +62,13 @@ def redis_conn(falkordb_server: EmbeddedFalkorDB) -> Iterator[redis.Redis]:
     conn.flushall()
     yield conn
     conn.close()
+
+
+@pytest.fixture
+def one_minute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rate limiter's clock held inside one minute: its budgets are per clock minute, and a
+    minute turning over between a test's writes would reset them."""
+    monkeypatch.setattr("automem.ratelimit.time", SimpleNamespace(time=lambda: 1_700_000_010.0))
 
 
 def make_settings(url: str, data_dir: Path, **overrides: Any) -> Settings:

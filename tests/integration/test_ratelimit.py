@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,10 +18,8 @@ from tests.conftest import API_TOKEN, Api, make_settings
 
 @pytest.fixture
 def limited(
-    falkordb_server: EmbeddedFalkorDB, redis_conn: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    falkordb_server: EmbeddedFalkorDB, redis_conn: Any, tmp_path: Path, one_minute: None
 ) -> Iterator[Flask]:
-    # The budget is per clock minute: a minute turning over between a test's writes would reset it.
-    monkeypatch.setattr("automem.ratelimit.time", SimpleNamespace(time=lambda: 1_700_000_010.0))
     settings = make_settings(
         falkordb_server.url,
         tmp_path / "limited",
