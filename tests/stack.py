@@ -51,6 +51,35 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def roles_of(svc: Service) -> dict[int, str]:
+    """Every process of the service's tree (grandchildren too: the gunicorn worker, the RQ
+    scheduler of a worker) with the role of the supervisor's child it descends from."""
+    assert svc.process is not None
+    roles = {}
+    for pid in children_of(svc.process.pid):
+        cmd = cmdline(pid)
+        role = next((name for word, name in ROLE_WORDS if word in cmd), f"unknown: {cmd}")
+        for member in (pid, *descendants(pid)):
+            roles[member] = role
+    return roles
+
+
+ROLE_WORDS = [
+    ("redis-server", "falkordb"),
+    ("gunicorn", "api"),
+    ("automem worker", "worker"),
+    ("automem cron", "cron"),
+]
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, not yet reaped by its parent
+
+
 def kill9(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

@@ -21,38 +21,9 @@ import pytest
 
 from automem.embedded import BOOT_SECONDS, MAX_BOOT_FAILURES, Child, Supervisor
 from tests.conftest import make_settings
-from tests.stack import Service, children_of, cmdline, descendants, session_processes, wait_until
+from tests.stack import Service, gone, roles_of, session_processes, wait_until
 
 STOP_ORDER = ["worker", "cron", "api", "falkordb"]
-
-
-def _roles(svc: Service) -> dict[int, str]:
-    """Every process of the service's tree (grandchildren too: the gunicorn worker, the RQ
-    scheduler of a worker) with the role of the supervisor's child it descends from."""
-    assert svc.process is not None
-    roles = {}
-    for pid in children_of(svc.process.pid):
-        cmd = cmdline(pid)
-        role = next((name for word, name in ROLE_WORDS if word in cmd), f"unknown: {cmd}")
-        for member in (pid, *descendants(pid)):
-            roles[member] = role
-    return roles
-
-
-ROLE_WORDS = [
-    ("redis-server", "falkordb"),
-    ("gunicorn", "api"),
-    ("automem worker", "worker"),
-    ("automem cron", "cron"),
-]
-
-
-def _gone(pid: int) -> bool:
-    try:
-        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"  # exited, not yet reaped by its parent
 
 
 class ExitWatch(threading.Thread):
@@ -67,7 +38,7 @@ class ExitWatch(threading.Thread):
     def run(self) -> None:
         while self.pending and not self.done.is_set():
             now = time.monotonic()
-            for pid in [p for p in self.pending if _gone(p)]:
+            for pid in [p for p in self.pending if gone(p)]:
                 self.exited[pid] = now
                 self.pending.discard(pid)
             time.sleep(0.01)
@@ -119,7 +90,7 @@ def test_a_stop_signal_stops_workers_then_the_api_then_falkordb(
     for n in range(10):  # work still queued or running when the signal arrives
         response = svc.http.post("/memory", json={"content": f"stored just before the stop {n}"})
         assert response.status_code == 201
-    roles = _roles(svc)
+    roles = roles_of(svc)
     assert set(roles.values()) == set(STOP_ORDER), roles
     watch = ExitWatch(list(roles))
     watch.start()
@@ -154,7 +125,7 @@ def test_a_stop_signal_stops_workers_then_the_api_then_falkordb(
 def test_the_children_die_with_a_killed_supervisor(stack: Callable[..., Service]) -> None:
     svc = stack(new_session=True)
     assert svc.process is not None
-    assert len(_roles(svc)) >= 4
+    assert len(roles_of(svc)) >= 4
     svc.process.kill()
     svc.process.wait(10)
     wait_until(lambda: not session_processes(svc.process.pid), 60, "children outlived the supervisor")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.envelope import envelope_problem
 from tests.sse import SseReader
-from tests.stack import TOKEN, Service, children_of, cmdline, wait_until
+from tests.stack import TOKEN, Service, gone, roles_of, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -98,12 +98,11 @@ def _a_stop_ends_open_streams(service: Service) -> None:
     watcher = SseReader(service.url, KEY)
     assert watcher.status == 200 and watcher.connected.wait(10)
     assert service.process is not None
-    api, falkordb = service.api_pids(), service.falkordb_pid()
     # The supervisor signals the API once these (the workers and cron) have exited.
-    first = [pid for pid in children_of(service.process.pid) if pid not in api and pid != falkordb]
+    first = [pid for pid, role in roles_of(service).items() if role in ("worker", "cron")]
     with ThreadPoolExecutor(1) as pool:
         stopping = pool.submit(service.stop)
-        wait_until(lambda: not any(cmdline(pid) for pid in first), 60, "the workers did not stop")
+        wait_until(lambda: all(gone(pid) for pid in first), 60, "the workers did not stop")
         api_signalled = time.monotonic()
         assert watcher.ended.wait(30)
         # Timed from the API's SIGTERM, not the whole stack's stop (slow on a loaded machine): a
