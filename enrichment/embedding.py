@@ -84,12 +84,18 @@ def retrieval_contexts(svc: Services, docs: list[MemoryRecord]) -> dict[str, Mem
 
 
 def contexts_of(
-    svc: Services, docs: dict[str, MemoryRecord], previous: dict[str, str | None]
+    svc: Services,
+    docs: dict[str, MemoryRecord],
+    previous: dict[str, str | None],
+    known: dict[str, MemoryRecord] | None = None,
 ) -> dict[str, MemoryRecord]:
     """memory id -> the predecessor whose words its vector carries, for the ids in `previous`
-    whose predecessor passes `in_context`."""
+    whose predecessor passes `in_context`. Predecessors in `known` (read by the caller) are not
+    read again."""
     wanted = {p for p in previous.values() if p}
-    found = {d.id: d for d in svc.graph.get_memories(list(wanted))} if wanted else {}
+    found = {p: known[p] for p in wanted if p in known} if known else {}
+    missing = wanted - found.keys()
+    found |= {d.id: d for d in svc.graph.get_memories(list(missing))} if missing else {}
     gap = svc.settings.retrieval_context_gap_seconds
     return {
         i: found[p]

@@ -192,21 +192,35 @@ def _refresh_retrieval_contexts(svc: Services, predecessors: dict[str, str], cur
     the one they now follow (a memory arrived late and was spliced in before them). Memories
     not embedded yet are left to their pending embedding job, client vectors to the client.
     The memory being enriched is taken as it was at its guarded write (`current`), not read
-    again: a change since then queued an enrichment of its own, which checks again."""
+    again: a change since then queued an enrichment of its own, which checks again. The other
+    memories and the predecessors are read in one query: in an import, nearly every memory
+    enriched has a next one (written with it, placed after it), and reading that one, then the
+    predecessors, was two round trips a memory."""
     if svc.settings.retrieval_context_chars <= 0:
         return
     others = [i for i in predecessors if i != current.id]
-    docs = {d.id: d for d in svc.graph.get_memories(others)} if others else {}
-    if current.id in predecessors:
-        docs[current.id] = current
-    docs = {i: d for i, d in docs.items() if d.embedded and d.embedding_model != "client"}
+    current_too = current.id in predecessors and _embedded_by_service(current)
+    wanted = {*others, *(predecessors[i] for i in others)} | (
+        {predecessors[current.id]} if current_too else set()
+    )
+    wanted -= {current.id, ""}
+    if not others and not current_too:
+        return
+    read = {d.id: d for d in svc.graph.get_memories(sorted(wanted))} if wanted else {}
+    read[current.id] = current
+    docs = {i: read[i] for i in predecessors if i in read and _embedded_by_service(read[i])}
     if not docs:
         return
-    contexts = contexts_of(svc, docs, {i: predecessors[i] or None for i in docs})
+    contexts = contexts_of(svc, docs, {i: predecessors[i] or None for i in docs}, read)
     for doc in docs.values():
         follows = contexts[doc.id].id if doc.id in contexts else ""
         if doc.content_hash and (doc.embedding_context or "") != follows:
             svc.jobs.enqueue_embed([doc.id], [doc.content_hash], tenant=doc.tenant, context=follows)
+
+
+def _embedded_by_service(doc: MemoryRecord) -> bool:
+    """Whether the memory has a vector the service made (so one with a retrieval context)."""
+    return doc.embedded and doc.embedding_model != "client"
 
 
 def _enrich_one(svc: Services, memory_id: str, force: bool, locks: SequenceLocks) -> bool:

@@ -106,6 +106,32 @@ def test_the_memory_enriched_is_embedded_again_when_it_now_follows_another(
     assert not _embed_jobs_for(services, question)
 
 
+def test_an_import_reads_the_next_memory_and_the_predecessors_in_one_query(
+    api: Api, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Turns embedded in order, then enriched in order: each is placed before the next one,
+    written with it, so its enrichment checks two memories' contexts (its own and the next's),
+    which needs one read of the graph, not two; nothing is embedded again."""
+    from enrichment.embedding import embed_memories
+    from enrichment.enrich import enrich_memories
+
+    use_services(services)
+    ids = [_store(api, content, at) for content, at in TURNS]
+    embed_memories(ids)
+    reads: list[list[str]] = []
+    plain = services.graph.get_memories
+
+    def counted(memory_ids: list[str], *args: Any, **kwargs: Any) -> Any:
+        reads.append(list(memory_ids))
+        return plain(memory_ids, *args, **kwargs)
+
+    monkeypatch.setattr(services.graph, "get_memories", counted)
+    monkeypatch.setattr(services.sync, "request", lambda *a, **k: None)  # its reads are its own
+    enrich_memories([ids[1]])
+    assert reads == [sorted([ids[0], ids[2]])]  # the next turn and the predecessor, together
+    assert not any(_embed_jobs_for(services, i) for i in ids)
+
+
 def test_a_client_vector_is_never_replaced_by_a_contextual_one(api: Api, services: Services) -> None:
     _store(api, TURNS[0][0], TURNS[0][1])
     own = [0.0] * services.embedder.dimension
