@@ -40,6 +40,7 @@ from automem.stores.scope_bounds import (
     MOVING_PROPS,
     RAISE_FROM_MEMORY,
     RAISE_FROM_SPANS,
+    RAISE_IF_SCOPE_MOVED,
     RANGE_PART,
     SCOPE_LABEL,
     SET_MARKER,
@@ -1073,9 +1074,10 @@ class GraphStore(
         MATCH (m:Memory {{id: $id}})
         WHERE m.version = $version AND m.state = 'active'
         OPTIONAL MATCH (gone:Entity) WHERE gone.key IN $keys AND gone.merged_into IS NOT NULL
-        WITH m, count(gone) AS merged
+        WITH m, count(gone) AS merged, coalesce(m.seq_scope, '') AS was_scope
         WHERE merged = 0
         SET m += $props, m.rev = m.rev + 1
+        {RAISE_IF_SCOPE_MOVED}
         {_RECORD_EVENT.format(event="$event")}
         WITH m
         OPTIONAL MATCH (m)-[old:MENTIONS]->(:Entity)

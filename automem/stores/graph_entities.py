@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from automem.stores.scope_bounds import RAISE_FROM_MEMORY
+
 _ENTITY_FIELDS = (
     "key",
     "tenant",
@@ -192,6 +194,11 @@ class EntityQueries:
         MATCH (m:Memory {id: r.id})
         WHERE m.version = r.version
         SET m += r.props, m.version = m.version + 1, m.rev = m.rev + 1
+        """
+        # The props carry seq_scope again (entity tags never define it, so it should not change;
+        # if it does, the memory's new scope's time range must cover it).
+        cypher += RAISE_FROM_MEMORY
+        cypher += """
         CREATE (ev:MemoryEvent {memory_id: m.id, tenant: m.tenant, version: m.version, rev: m.rev})
         SET ev += r.event
         WITH t, m

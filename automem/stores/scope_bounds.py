@@ -3,7 +3,9 @@ a memory has nothing beyond a window (Cypher fragments and their parameters; `gr
 
 `(:SeqScope {tenant, scope, lo, hi})` holds the smallest and the largest TIME_KEY any memory of
 the scope was ever given. Every statement that creates a memory or moves one in time, scope or
-tenant raises them in the same statement (atomic with the write); nothing lowers them, so a
+tenant raises them in the same statement (atomic with the write), and so do the statements that
+write `seq_scope` again as they derive it (enrichment, an entity merge: a store written under an
+older scope rule moves there); nothing lowers them, so a
 deleted or moved memory leaves the range wider than the scope, which costs a lookup one window
 more but never gives a wrong neighbour. Without them, the newest memory of a scope (every
 memory an agent writes as it happens) found nothing after it in the hour and day windows and
@@ -51,6 +53,17 @@ RAISE_FROM_MEMORY = f"""
         WITH *
         MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: coalesce(m.seq_scope, '')}})
 """ + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
+# The same, in a statement that rewrites `seq_scope` as it derives it (enrichment): only when
+# the scope moved from `was_scope`, which the statement read before its SET. Derived scopes
+# match the stored ones unless the rule changed since the memory was written.
+RAISE_IF_SCOPE_MOVED = (
+    f"""
+        FOREACH (_ IN CASE WHEN was_scope <> coalesce(m.seq_scope, '') THEN [1] ELSE [] END |
+            MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: coalesce(m.seq_scope, '')}})
+"""
+    + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
+    + ")\n"
+)
 # Props whose change can move a memory out of its scope's range.
 MOVING_PROPS = frozenset({"timestamp", "seq_scope", "tenant"})
 

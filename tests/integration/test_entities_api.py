@@ -18,6 +18,7 @@ from automem.schemas import (
 from automem.services import Services
 from tests.conftest import ADMIN_TOKEN, Api
 from tests.envelope import envelope_problem
+from tests.integration.test_scope_ranges import assert_ranges_cover
 
 ADMIN = {"X-Admin-Token": ADMIN_TOKEN}
 ENTITY_FIELDS = {"id", "slug", "name", "category", "aliases", "reference_count", "created_at", "merged_into"}
@@ -178,6 +179,7 @@ def test_merge_moves_tags_edges_history_and_payloads(
     assert (alias["entity"]["id"], alias["matched_by"], alias["memory_count"]) == (RACHEL, "alias", 3)
     recall = _ok(api.get("/memory/by-tag?tags=entity:person:rach"))
     assert recall["count"] == 0
+    assert_ranges_cover(services.graph)  # the merge wrote seq_scope again
 
 
 def test_enrichment_resolves_a_merged_name_to_the_survivor(

@@ -167,3 +167,37 @@ def test_an_older_store_gets_its_ranges_and_a_restore_makes_them_again(api: Api,
     assert_ranges_cover(services.graph)
     counts = services.graph.graph_counts()
     assert SCOPE_LABEL not in counts and counts["Memory"] == 4
+
+
+def _as_if_written_under(graph: GraphStore, memory_id: str, scope: str, legacy: str) -> None:
+    """The memory stored under `legacy` (a scope an older rule derived), its real scope's range
+    gone: every range still covers its memories, but the real scope's does not exist yet."""
+    graph._query(f"MATCH (s:{SCOPE_LABEL} {{scope: $scope}}) DELETE s", {"scope": scope})
+    graph._query(
+        f"""MATCH (m:Memory {{id: $id}}) SET m.seq_scope = $legacy
+        MERGE (s:{SCOPE_LABEL} {{tenant: m.tenant, scope: $legacy}})
+        SET s.lo = m.{TIME_KEY}, s.hi = m.{TIME_KEY}""",
+        {"id": memory_id, "legacy": legacy},
+    )
+    assert_ranges_cover(graph)
+
+
+def test_a_scope_derived_again_widens_its_range(api: Api, services: Services, jobs: Any) -> None:
+    """Enrichment and an entity merge write `seq_scope` again as they derive it; where that
+    moves the memory (its scope was derived by an older rule), the new scope's range covers it."""
+    tag = f"moved{uuid.uuid4().hex[:10]}"
+    response = api.post("/memory", json={"content": f"{tag} note", "tags": [tag], "timestamp": _stamp(0)})
+    memory_id = response.get_json()["memory_id"]
+    _as_if_written_under(services.graph, memory_id, tag, f"legacy-{tag}")
+    jobs()  # enrichment derives the scope again
+    assert services.graph.get_memories([memory_id])[0].seq_scope == tag
+    assert_ranges_cover(services.graph)
+    _as_if_written_under(services.graph, memory_id, tag, f"legacy-{tag}")
+    services.graph._query("MERGE (:Entity {key: 'default:person:ranges', tenant: 'default'})")
+    doc = services.graph.get_memories([memory_id])[0]
+    row = {"id": memory_id, "version": doc.version, "props": {"seq_scope": tag}, "event": {"event": "x"}}
+    moved = services.graph.apply_entity_merge(
+        [row], "default:person:gone", "default:person:ranges", _stamp(9)
+    )
+    assert [i for i, _ in moved] == [memory_id]
+    assert_ranges_cover(services.graph)
