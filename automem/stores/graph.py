@@ -45,6 +45,7 @@ from automem.stores.scope_bounds import (
     SCOPE_LABEL,
     SET_MARKER,
     nothing_beyond,
+    scope_key,
     spans_of,
 )
 from automem.stores.time_key import TIME_KEY, epoch_us, with_time_key
@@ -261,10 +262,14 @@ def read_rows(reply: list[Any], graph: Any) -> list[list[Any]]:
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
 _SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
 _SIDE_ORDER = {"<": "DESC", ">": "ASC"}
+# The untagged stream's scope is '', which FalkorDB's range index does not find (`seq_scope = ''`
+# matched no memory, so untagged memories were never linked): it is matched as an expression.
+_IN_SCOPE = "p.seq_scope = $scope"
+_IN_UNTAGGED = "coalesce(p.seq_scope, '') = ''"
 _SIDE_PARAMS = {"<": ("lo_before", "hi_before"), ">": ("lo_after", "hi_after")}
 _NEIGHBOUR_QUERY = """
 MATCH (p:Memory)
-WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
+WHERE {window} {scope} AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
   AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
        OR (p.created_at = $created AND p.id {op} $id))))
 RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
@@ -1153,6 +1158,7 @@ class GraphStore(
         not a scan of the scope."""
         params: dict[str, Any] = {
             "scope": doc.seq_scope or "",
+            "scope_key": scope_key(doc.seq_scope),
             "tenant": doc.tenant,
             "id": doc.id,
             "ts": doc.timestamp,
@@ -1164,7 +1170,10 @@ class GraphStore(
         for span in _SEQUENCE_WINDOWS:
             parts = [
                 _NEIGHBOUR_QUERY.format(
-                    window=_side_window(op, at, span, params), op=op, order=_SIDE_ORDER[op]
+                    window=_side_window(op, at, span, params),
+                    scope=_IN_SCOPE if params["scope"] else _IN_UNTAGGED,
+                    op=op,
+                    order=_SIDE_ORDER[op],
                 )
                 for op in missing
             ]

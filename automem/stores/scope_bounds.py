@@ -26,6 +26,10 @@ from typing import Any
 from automem.stores.time_key import TIME_KEY
 
 SCOPE_LABEL = "SeqScope"
+# A range's `scope` is the memory's `seq_scope` behind this mark: the untagged stream's scope is
+# '', and FalkorDB's range index does not find '' (a MERGE on it made a second node each time).
+_MARK = "~"
+_KEY_OF_M = f"'{_MARK}' + coalesce(m.seq_scope, '')"
 MARKER = f"MATCH (s:{SCOPE_LABEL} {{marker: 'complete'}}) RETURN count(s)"
 
 _WIDEN = """
@@ -51,7 +55,7 @@ WITH sum(CASE WHEN new THEN 1 ELSE 0 END) AS new_scopes
 # Inside a statement that has just changed memory `m`: widens its scope's range to its time.
 RAISE_FROM_MEMORY = f"""
         WITH *
-        MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: coalesce(m.seq_scope, '')}})
+        MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: {_KEY_OF_M}}})
 """ + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
 # The same, in a statement that rewrites `seq_scope` as it derives it (enrichment): only when
 # the scope moved from `was_scope`, which the statement read before its SET. Derived scopes
@@ -59,7 +63,7 @@ RAISE_FROM_MEMORY = f"""
 RAISE_IF_SCOPE_MOVED = (
     f"""
         FOREACH (_ IN CASE WHEN was_scope <> coalesce(m.seq_scope, '') THEN [1] ELSE [] END |
-            MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: coalesce(m.seq_scope, '')}})
+            MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: {_KEY_OF_M}}})
 """
     + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
     + ")\n"
@@ -71,7 +75,7 @@ MOVING_PROPS = frozenset({"timestamp", "seq_scope", "tenant"})
 MIGRATE = (
     f"""
 MATCH (m:Memory) WHERE m.{TIME_KEY} IS NOT NULL
-WITH m.tenant AS tenant, coalesce(m.seq_scope, '') AS scope, min(m.{TIME_KEY}) AS lo,
+WITH m.tenant AS tenant, {_KEY_OF_M} AS scope, min(m.{TIME_KEY}) AS lo,
      max(m.{TIME_KEY}) AS hi
 MERGE (s:{SCOPE_LABEL} {{tenant: tenant, scope: scope}})
 """
@@ -82,7 +86,8 @@ SET_MARKER = f"MERGE (:{SCOPE_LABEL} {{marker: 'complete'}})"
 
 # A part of the sequence lookup's first query (its columns): the scope's range, one row or none.
 RANGE_PART = (
-    f"MATCH (s:{SCOPE_LABEL} {{tenant: $tenant, scope: $scope}}) RETURN 'range' AS side, [s.lo, s.hi] AS id"
+    f"MATCH (s:{SCOPE_LABEL} {{tenant: $tenant, scope: $scope_key}}) "
+    "RETURN 'range' AS side, [s.lo, s.hi] AS id"
 )
 
 
@@ -93,10 +98,15 @@ def spans_of(props_rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         at = props.get(TIME_KEY)
         if at is None:
             continue
-        key = (str(props.get("tenant")), str(props.get("seq_scope") or ""))
+        key = (str(props.get("tenant")), scope_key(props.get("seq_scope")))
         span = spans.setdefault(key, [at, at])
         span[0], span[1] = min(span[0], at), max(span[1], at)
     return [{"tenant": t, "scope": s, "lo": lo, "hi": hi} for (t, s), (lo, hi) in spans.items()]
+
+
+def scope_key(seq_scope: str | None) -> str:
+    """The `scope` of the range of memories whose `seq_scope` is this."""
+    return _MARK + (seq_scope or "")
 
 
 def nothing_beyond(op: str, at: int, span: timedelta, scope_range: tuple[int, int]) -> bool:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from automem.record import MemoryRecord
 from automem.services import Services
 from automem.stores.graph import GraphStore
-from automem.stores.scope_bounds import SCOPE_LABEL
+from automem.stores.scope_bounds import SCOPE_LABEL, scope_key
 from automem.stores.time_key import TIME_KEY, epoch_us
 from tests.archives import post_restore, take_backup
 from tests.conftest import Api
@@ -43,7 +43,7 @@ def assert_ranges_cover(graph: GraphStore) -> None:
     """Every memory with a time key lies inside the one range node of its (tenant, scope)."""
     rows = graph._ro(f"""
         MATCH (m:Memory) WHERE m.{TIME_KEY} IS NOT NULL
-        OPTIONAL MATCH (s:{SCOPE_LABEL} {{tenant: m.tenant, scope: coalesce(m.seq_scope, '')}})
+        OPTIONAL MATCH (s:{SCOPE_LABEL} {{tenant: m.tenant, scope: '~' + coalesce(m.seq_scope, '')}})
         RETURN m.id, m.{TIME_KEY}, collect([s.lo, s.hi])
     """)
     for memory_id, at, ranges in rows:
@@ -172,10 +172,10 @@ def test_an_older_store_gets_its_ranges_and_a_restore_makes_them_again(api: Api,
 def _as_if_written_under(graph: GraphStore, memory_id: str, scope: str, legacy: str) -> None:
     """The memory stored under `legacy` (a scope an older rule derived), its real scope's range
     gone: every range still covers its memories, but the real scope's does not exist yet."""
-    graph._query(f"MATCH (s:{SCOPE_LABEL} {{scope: $scope}}) DELETE s", {"scope": scope})
+    graph._query(f"MATCH (s:{SCOPE_LABEL} {{scope: $scope}}) DELETE s", {"scope": scope_key(scope)})
     graph._query(
         f"""MATCH (m:Memory {{id: $id}}) SET m.seq_scope = $legacy
-        MERGE (s:{SCOPE_LABEL} {{tenant: m.tenant, scope: $legacy}})
+        MERGE (s:{SCOPE_LABEL} {{tenant: m.tenant, scope: '~' + $legacy}})
         SET s.lo = m.{TIME_KEY}, s.hi = m.{TIME_KEY}""",
         {"id": memory_id, "legacy": legacy},
     )
@@ -201,3 +201,24 @@ def test_a_scope_derived_again_widens_its_range(api: Api, services: Services, jo
     )
     assert [i for i, _ in moved] == [memory_id]
     assert_ranges_cover(services.graph)
+
+
+def test_the_untagged_stream_has_one_range_and_a_sequence(api: Api, services: Services, jobs: Any) -> None:
+    """Untagged memories share the scope ''. FalkorDB's range index does not find '': a range
+    keyed by it was made again by every write (one node each), so keys carry a mark; and the
+    neighbour look-up by `seq_scope = ''` found nothing, so untagged memories were never linked."""
+    stamps = ["2031-01-01T00:00:00Z", "2031-01-01T00:10:00Z", "2031-01-01T00:20:00Z"]
+    ids = [
+        api.post("/memory", json={"content": f"untagged {s}", "timestamp": s}).get_json()["memory_id"]
+        for s in stamps
+    ]
+    rows = services.graph._ro(
+        f"MATCH (s:{SCOPE_LABEL} {{scope: $key}}) RETURN count(s)", {"key": scope_key("")}
+    )
+    assert rows[0][0] == 1
+    assert_ranges_cover(services.graph)
+    newest = services.graph.get_memories([ids[-1]])[0]
+    place, queries = _queries_of(services.graph, newest)
+    assert (place.prev, place.next, queries) == (ids[-2], None, 1)
+    jobs()
+    assert [services.graph.sequence_links(i)[0] for i in ids[1:]] == [[ids[0]], [ids[1]]]
