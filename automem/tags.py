@@ -61,7 +61,8 @@ def sequence_scope(tags: Iterable[str], metadata: dict[str, object]) -> str:
     An explicit session/conversation/thread id in the metadata wins; otherwise the most specific
     client tag (most segments, the first of equals), since hierarchical tags name the narrowest
     context a client filed the memory under. Entity tags are derived, so they never define a
-    scope. Untagged memories share one stream ("")."""
+    scope. Untagged memories share one stream (""), which is no sequence: they get no
+    PRECEDED_BY (GraphStore._sequence_neighbours)."""
     for key in SESSION_KEYS:
         value = metadata.get(key)
         if isinstance(value, str | int) and str(value).strip():

@@ -262,14 +262,10 @@ def read_rows(reply: list[Any], graph: Any) -> list[list[Any]]:
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
 _SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
 _SIDE_ORDER = {"<": "DESC", ">": "ASC"}
-# The untagged stream's scope is '', which FalkorDB's range index does not find (`seq_scope = ''`
-# matched no memory, so untagged memories were never linked): it is matched as an expression.
-_IN_SCOPE = "p.seq_scope = $scope"
-_IN_UNTAGGED = "coalesce(p.seq_scope, '') = ''"
 _SIDE_PARAMS = {"<": ("lo_before", "hi_before"), ">": ("lo_after", "hi_after")}
 _NEIGHBOUR_QUERY = """
 MATCH (p:Memory)
-WHERE {window} {scope} AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
+WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
   AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
        OR (p.created_at = $created AND p.id {op} $id))))
 RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
@@ -1164,14 +1160,18 @@ class GraphStore(
             "ts": doc.timestamp,
             "created": doc.created_at or "",
         }
-        at = epoch_us(str(doc.timestamp))
         found = _Neighbours()
+        if not params["scope"]:
+            # Untagged memories are in no sequence (docs/architecture.md): the look-up by
+            # `seq_scope = ''` never matched one (FalkorDB's range index finds no ''), so none
+            # was ever linked, and nothing is asked now.
+            return found
+        at = epoch_us(str(doc.timestamp))
         missing = list(sides)
         for span in _SEQUENCE_WINDOWS:
             parts = [
                 _NEIGHBOUR_QUERY.format(
                     window=_side_window(op, at, span, params),
-                    scope=_IN_SCOPE if params["scope"] else _IN_UNTAGGED,
                     op=op,
                     order=_SIDE_ORDER[op],
                 )
