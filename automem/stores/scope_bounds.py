@@ -52,20 +52,18 @@ WITH sum(CASE WHEN new THEN 1 ELSE 0 END) AS new_scopes
 """
 )
 
-# Inside a statement that has just changed memory `m`: widens its scope's range to its time.
-RAISE_FROM_MEMORY = f"""
-        WITH *
+# Widens the range of memory `m`'s scope to its time (MERGE + SET, one clause each).
+_RANGE_OF_M = f"""
         MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: {_KEY_OF_M}}})
 """ + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
+# Inside a statement that has just changed memory `m`: widens its scope's range to its time.
+RAISE_FROM_MEMORY = "\n        WITH *" + _RANGE_OF_M
 # The same, in a statement that rewrites `seq_scope` as it derives it (enrichment): only when
 # the scope moved from `was_scope`, which the statement read before its SET. Derived scopes
 # match the stored ones unless the rule changed since the memory was written.
 RAISE_IF_SCOPE_MOVED = (
-    f"""
-        FOREACH (_ IN CASE WHEN was_scope <> coalesce(m.seq_scope, '') THEN [1] ELSE [] END |
-            MERGE (sb:{SCOPE_LABEL} {{tenant: m.tenant, scope: {_KEY_OF_M}}})
-"""
-    + _WIDEN.format(s="sb", lo=f"m.{TIME_KEY}", hi=f"m.{TIME_KEY}")
+    "\n        FOREACH (_ IN CASE WHEN was_scope <> coalesce(m.seq_scope, '') THEN [1] ELSE [] END |"
+    + _RANGE_OF_M
     + ")\n"
 )
 # Props whose change can move a memory out of its scope's range.
