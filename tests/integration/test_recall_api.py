@@ -241,6 +241,22 @@ def test_expansion_ranks_neighbours_with_the_seeds(api: Api, jobs: Any) -> None:
     assert all("graph" not in r["channels"] for r in off["results"])
 
 
+def test_edges_carry_the_other_end_s_degree_and_the_display_read_the_same_edges(
+    api: Api, services: Services, jobs: Any
+) -> None:
+    """Expansion damps a hub by the memory links at the other end of an edge (the graph counts
+    them); the relations shown with results read the same edges without counting (degree 0)."""
+    hub = store(api, "hub memory", tags=["deg"])
+    spokes = [store(api, f"spoke {n}", tags=["deg"]) for n in range(5)]
+    for spoke in spokes:
+        api.post("/associate", json={"memory1_id": spoke, "memory2_id": hub, "type": "RELATES_TO"})
+    jobs()
+    counted = services.graph.edges_of([spokes[0]], ["RELATES_TO", "LEADS_TO"], 5)[spokes[0]]
+    assert [(e["id"], e["degree"]) for e in counted] == [(hub, 5)]
+    shown = services.graph.edges_of([spokes[0]], ["RELATES_TO", "LEADS_TO"], 5, with_degree=False)
+    assert [{**e, "degree": 5} for e in shown[spokes[0]]] == counted
+
+
 # --- POST /associate ---------------------------------------------------------------------
 def test_associate_single_and_errors(api: Api, corpus: dict[str, str]) -> None:
     ok = api.post(
