@@ -194,7 +194,7 @@ def listed_docs(
     revs = {p.id: p.rev for p in walked}
     if not revs and not late:
         return []
-    docs = {d.id: d for d in graph.get_memories([*revs, *late], view="recall")}
+    docs = {d.id: d for d in graph.recall_memories([*revs, *late])}
     if any(i not in docs or docs[i].rev != rev for i, rev in revs.items()):
         return None
     placed = [doc for i in late if (doc := docs.get(i)) and payload_matches(flt, i, payload_of(doc))]

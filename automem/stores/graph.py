@@ -827,13 +827,9 @@ class GraphStore(
         rows = self._ro(cypher, {"id": memory_id, "all": include_deleted, "tenant": tenant})
         return _doc(rows[0]) if rows else None
 
-    def get_memories(
-        self, ids: Sequence[str], with_embedding: bool = False, view: Literal["full", "recall"] = "full"
-    ) -> list[MemoryRecord]:
-        """Memories by id, deleted ones included (callers decide), in no particular order.
-        `view="recall"` reads only what recall shows and filters on (RECALL_FIELDS)."""
-        if view == "recall":
-            return self.recall_memories(ids)
+    def get_memories(self, ids: Sequence[str], with_embedding: bool = False) -> list[MemoryRecord]:
+        """Memories by id, deleted ones included (callers decide), in no particular order
+        (`recall_memories` reads only what recall shows and filters on)."""
         if with_embedding:
             cypher = f"""
             MATCH (m:Memory) WHERE m.id IN $ids
@@ -849,8 +845,9 @@ class GraphStore(
         only those the filter accepts. Expansion reads its offers this way: in a recall scoped to
         one tag, most of a seed's neighbours lie outside the scope (41 read, 2 kept, on the load
         benchmark's 10k store), and reading them only to drop them cost ~2 ms a recall."""
-        where, params = self.filter_clause(within) if within is not None else ("true", {})
-        cypher = f"MATCH (m:Memory) WHERE m.id IN $ids AND {where} RETURN {_RECALL_PROJECTION}"
+        where, params = self.filter_clause(within) if within is not None else ("", {})
+        cypher = f"MATCH (m:Memory) WHERE m.id IN $ids {'AND ' + where if where else ''}"
+        cypher += f" RETURN {_RECALL_PROJECTION}"
         return [_recall_doc(row) for row in self._ro(cypher, {**params, "ids": list(ids)})]
 
     def tenant_memory_ids(self, ids: Sequence[str], tenant: str) -> list[str]:
