@@ -22,6 +22,7 @@ from automem.services import Services
 from automem.stores.recall_filter import RecallFilter
 from automem.timeutil import now_iso
 from tests.conftest import Api
+from tests.graph_reads import recorded_reads
 
 DAYS = 60
 START = datetime(2025, 1, 1, tzinfo=UTC)
@@ -100,7 +101,7 @@ def test_filtered_graph_reads_answer_what_the_filter_accepts(
 
 
 def test_the_filtered_read_keeps_the_time_window_out_of_its_index_scan(
-    services: Services, dated: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    services: Services, dated: dict[str, Any]
 ) -> None:
     """A read that starts from ids must not let the time window into its index scan. FalkorDB
     folds `m.timestamp >= $f_start` into the scan of `m.id IN $ids` (one index query over both,
@@ -110,17 +111,10 @@ def test_the_filtered_read_keeps_the_time_window_out_of_its_index_scan(
     statement is checked: the bound is written so that no index takes it."""
     graph = services.graph
     window = (START.isoformat(), (START + timedelta(days=DAYS + 1)).isoformat())
-    sent: list[str] = []
-    read = graph._ro
-
-    def recording(cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        sent.append(cypher)
-        return read(cypher, params)
-
-    monkeypatch.setattr(graph, "_ro", recording)
     asked = sorted(dated)[:2]
-    assert {d.id for d in graph.recall_memories(asked, within=_filter(window=window))} == set(asked)
-    (cypher,) = sent
+    with recorded_reads(graph) as sent:
+        assert {d.id for d in graph.recall_memories(asked, within=_filter(window=window))} == set(asked)
+    ((cypher, _),) = sent
     assert "m.timestamp + '' >= $f_start" in cypher and "m.timestamp >= " not in cypher, cypher
     listed, _ = graph.filter_clause(_filter(window=window))
     assert "m.timestamp >= $f_start" in listed  # a listing does start from the time index

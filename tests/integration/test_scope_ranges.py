@@ -21,6 +21,7 @@ from automem.stores.scope_bounds import SCOPE_LABEL, scope_key
 from automem.stores.time_key import TIME_KEY, epoch_us
 from tests.archives import post_restore, take_backup
 from tests.conftest import Api
+from tests.graph_reads import recorded_reads
 
 BASE = datetime(2025, 1, 1, tzinfo=UTC)
 # Offsets (seconds) at the edges of the lookup's hour and day windows, and far beyond them.
@@ -114,18 +115,8 @@ def test_ranges_cover_every_memory_and_the_lookup_stays_exact(
 
 def _queries_of(graph: GraphStore, doc: MemoryRecord) -> tuple[Any, int]:
     """The lookup's answer and how many queries it took."""
-    calls = []
-    plain = graph._ro
-
-    def counted(cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        calls.append(cypher)
-        return plain(cypher, params)
-
-    graph._ro = counted  # type: ignore[method-assign]
-    try:
-        return graph.sequence_place(doc), len(calls)
-    finally:
-        del graph._ro
+    with recorded_reads(graph) as sent:
+        return graph.sequence_place(doc), len(sent)
 
 
 def test_the_newest_memory_is_placed_with_one_query(api: Api, services: Services) -> None:

@@ -18,6 +18,7 @@ from automem.stores import graph as graph_module
 from automem.stores.graph_lifecycle import VECTOR_LABEL
 from automem.stores.time_key import TIME_KEY
 from enrichment import consolidation
+from tests.graph_reads import recorded_reads
 
 # One node of the graph before the walk: a memory (state, tenant, enriched: also whether it has
 # a vector node) or another node (an entity), so memories' internal ids have gaps of every size.
@@ -117,41 +118,32 @@ def test_a_walk_reads_pages_in_id_order_and_the_decay_pass_counts_links(services
     ]
 
 
-def _plans(services: Services, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _plans(services: Services) -> list[str]:
     """Run every walk once and return FalkorDB's plan of each window query it sent."""
     graph = services.graph
-    sent: list[tuple[str, dict[str, Any] | None]] = []
-    read = graph._ro
-
-    def recording(cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        if "walk_after" in cypher:
-            sent.append((cypher, params))
-        return read(cypher, params)
-
-    monkeypatch.setattr(graph, "_ro", recording)
-    for pages in (
-        graph.revs_pages(10),
-        graph.reembed_pages("model", True, 10),
-        graph.enrichment_pages(10, version=1, tenant="a"),
-        graph.tenant_id_pages("a", 10),
-        graph.scoring_pages(10),
-        graph.vector_pages(10, 0.1, 0.5),
-    ):
-        list(pages)
-    graph._query(f"MATCH (m:Memory) SET m.{TIME_KEY} = null, m.timestamp = '2025-01-01T00:00:00Z'")
-    graph._add_time_keys()
-    monkeypatch.setattr(graph, "_ro", read)
+    with recorded_reads(graph) as sent:
+        for pages in (
+            graph.revs_pages(10),
+            graph.reembed_pages("model", True, 10),
+            graph.enrichment_pages(10, version=1, tenant="a"),
+            graph.tenant_id_pages("a", 10),
+            graph.scoring_pages(10),
+            graph.vector_pages(10, 0.1, 0.5),
+        ):
+            list(pages)
+        graph._query(f"MATCH (m:Memory) SET m.{TIME_KEY} = null, m.timestamp = '2025-01-01T00:00:00Z'")
+        graph._add_time_keys()
     plans = []
-    for cypher, params in sent:
+    for cypher, params in [(c, p) for c, p in sent if "walk_after" in c]:
         command = ["GRAPH.EXPLAIN", graph.graph_name, graph_module.cypher_params(params) + cypher]
         reply = graph.db.connection.execute_command(*command)
         plans.append(" / ".join((x.decode() if isinstance(x, bytes) else x).strip() for x in reply))
     return plans
 
 
-def test_each_walk_seeks_its_window_of_node_ids(services: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_walk_seeks_its_window_of_node_ids(services: Services) -> None:
     _build(services, [("memory", "active", "a", False), ("memory", "archived", "b", True)], set())
-    plans = _plans(services, monkeypatch)
+    plans = _plans(services)
     assert len(plans) == 7
     for plan in plans:
         # An index scan of (m:Memory) would read every memory the indexed condition matches
