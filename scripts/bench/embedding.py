@@ -9,7 +9,8 @@ job's EMBEDDING_BATCH_SIZE, and a smaller call):
   on (EMBEDDING_MAX_TOKENS=0), 32 texts a model run whatever their length;
 - `sorted, ..., runs of N tokens`: the provider as shipped, each run as many length-sorted
   texts as fit N tokens once padded (EMBEDDING_BATCH_TOKENS; 1,024 by default), with the 512
-  limit kept for comparison.
+  limit kept for comparison, and with the window cut to 192 and 128 tokens
+  (EMBEDDING_MAX_TOKENS; their recall on LongMemEval is in benchmarks/recall_ablation.md).
 Also reported: how close the 256-token vectors are to the 512-token ones (cosine), for the
 texts longer than 256 tokens (the only ones the window changes), and how far the token runs
 move vectors from runs of 32 texts (the int8 model quantises activations per run).
@@ -139,6 +140,12 @@ def main() -> int:
             model_dir=str(MODEL_DIR), batch_tokens=2048
         ).embed,
         "sorted, 256, runs of 1,024 tokens (default)": FastEmbedProvider(model_dir=str(MODEL_DIR)).embed,
+        "sorted, 192, runs of 1,024 tokens": FastEmbedProvider(
+            model_dir=str(MODEL_DIR), max_tokens=192
+        ).embed,
+        "sorted, 128, runs of 1,024 tokens": FastEmbedProvider(
+            model_dir=str(MODEL_DIR), max_tokens=128
+        ).embed,
     }
     rows = []
     for corpus, texts in corpora.items():
