@@ -113,6 +113,11 @@ def cosine_summary(first: Embed, second: Embed, texts: list[str]) -> dict[str, f
     return {"cosine_p50": round(float(np.median(cosines)), 4), "cosine_min": round(float(cosines.min()), 4)}
 
 
+def shipped(**options: int) -> Embed:
+    """The provider as shipped over the shipped model, with `options` changed."""
+    return FastEmbedProvider(model_dir=str(MODEL_DIR), **options).embed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--texts", type=int, default=1000, help="texts per corpus (a seeded sample)")
@@ -130,22 +135,12 @@ def main() -> int:
     ways: dict[str, Embed] = {
         "before (512, arrival order)": before(),
         "sorted, 256, runs of 32 texts": runs_of_texts(32),
-        "sorted, 512, runs of 1,024 tokens": FastEmbedProvider(
-            model_dir=str(MODEL_DIR), max_tokens=512
-        ).embed,
-        "sorted, 256, runs of 512 tokens": FastEmbedProvider(
-            model_dir=str(MODEL_DIR), batch_tokens=512
-        ).embed,
-        "sorted, 256, runs of 2,048 tokens": FastEmbedProvider(
-            model_dir=str(MODEL_DIR), batch_tokens=2048
-        ).embed,
-        "sorted, 256, runs of 1,024 tokens (default)": FastEmbedProvider(model_dir=str(MODEL_DIR)).embed,
-        "sorted, 192, runs of 1,024 tokens": FastEmbedProvider(
-            model_dir=str(MODEL_DIR), max_tokens=192
-        ).embed,
-        "sorted, 128, runs of 1,024 tokens": FastEmbedProvider(
-            model_dir=str(MODEL_DIR), max_tokens=128
-        ).embed,
+        "sorted, 512, runs of 1,024 tokens": shipped(max_tokens=512),
+        "sorted, 256, runs of 512 tokens": shipped(batch_tokens=512),
+        "sorted, 256, runs of 2,048 tokens": shipped(batch_tokens=2048),
+        "sorted, 256, runs of 1,024 tokens (default)": shipped(),
+        "sorted, 192, runs of 1,024 tokens": shipped(max_tokens=192),
+        "sorted, 128, runs of 1,024 tokens": shipped(max_tokens=128),
     }
     rows = []
     for corpus, texts in corpora.items():
@@ -165,9 +160,7 @@ def main() -> int:
                 )
     effect = {name: window_effect(texts) for name, texts in corpora.items()}
     moved = {
-        name: cosine_summary(
-            ways["sorted, 256, runs of 32 texts"], FastEmbedProvider(model_dir=str(MODEL_DIR)).embed, texts
-        )
+        name: cosine_summary(ways["sorted, 256, runs of 32 texts"], shipped(), texts)
         for name, texts in corpora.items()
     }
     report = {
