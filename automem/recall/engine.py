@@ -11,6 +11,7 @@ its time budget is left out and named in `degraded`; the request still answers.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -281,27 +282,43 @@ class RecallEngine:
             return None
 
     def _vector(self, query_vector: list[float], flt: RecallFilter, fetch: int) -> list[Hit]:
-        """The graph's HNSW index beyond RECALL_EXACT_SEARCH_LIMIT vectors, unless the filter
-        itself selects no more than that (the Edge payload index's estimate, ~0.05 ms): then
-        the exact search over the few it pre-selects is cheaper than an HNSW search whose
-        over-fetch the filter would mostly discard (one project of a 10k store: ~2 ms saved)."""
+        """The graph's HNSW index when it is the cheaper search (`_index_candidates`), else the
+        exact search of the Edge shard over the points the filter selects."""
         assert self.svc.vectors is not None
         vector_filter = flt.vector_filter()
-        if self._beyond_exact_search() and not self._narrow(vector_filter):
-            nearest = self.svc.graph.nearest(query_vector, fetch * ANN_OVERFETCH, flt, fetch)
+        candidates = self._index_candidates(vector_filter, fetch)
+        if candidates:
+            nearest = self.svc.graph.nearest(query_vector, candidates, flt, fetch)
             if len(nearest) >= fetch:
                 return nearest
             # Fewer passed the filter than asked: the exact search finds them all.
         hits = self.svc.vectors.search(query_vector, fetch, vector_filter, with_payload=False)
         return [(h.id, h.score) for h in hits]
 
-    def _narrow(self, vector_filter: Filter) -> bool:
-        """Whether the filter selects few enough points for the exact search. Estimated for the
-        filter's `must` conditions alone (an upper bound: the exclusions, among them "valid now",
-        only remove points) and kept POINT_COUNT_TTL per filter, so a recall repeating a scope
-        skips Edge's estimate (~0.1 ms holding the GIL). A stale answer only picks the other
-        path: the exact search is exact, and the graph's search falls back to it when too few
-        of its hits pass the filter."""
+    def _index_candidates(self, vector_filter: Filter, fetch: int) -> int:
+        """How many nearest candidates to ask the graph's HNSW index for, so that about
+        ANN_OVERFETCH x `fetch` of them pass the filter: the over-fetch grows as the filter's
+        share of the store shrinks (half the store: twice the candidates). 0 (the exact search)
+        up to RECALL_EXACT_SEARCH_LIMIT points in the store or in the filter, and when that
+        many candidates, at RECALL_INDEX_CANDIDATE_COST points each, cost more than the exact
+        search of the filter's points: a narrow share of a large store (a time window of two
+        months in a year of 100k memories) was asked of the index for twice the candidates,
+        most failed the filter, and the exact search ran after it anyway."""
+        if not self._beyond_exact_search():
+            return 0
+        selected = self._scope_points(vector_filter)
+        if selected <= self.svc.settings.recall_exact_search_limit:
+            return 0
+        candidates = math.ceil(fetch * ANN_OVERFETCH * max(self._points, selected) / selected)
+        cost = self.svc.settings.recall_index_candidate_cost
+        return candidates if candidates * cost <= selected else 0
+
+    def _scope_points(self, vector_filter: Filter) -> int:
+        """How many points the filter selects, estimated for its `must` conditions alone (an
+        upper bound: the exclusions, among them "valid now", only remove points) and kept
+        POINT_COUNT_TTL per filter, so a recall repeating a scope skips Edge's estimate (~0.1 ms
+        holding the GIL). A stale answer only picks another path: the exact search is exact,
+        and the graph's search falls back to it when too few of its hits pass the filter."""
         assert self.svc.vectors is not None
         scope = Filter(must=vector_filter.must)
         now = time.monotonic()
@@ -311,7 +328,7 @@ class RecallEngine:
                 self._scope_counts.clear()
             known = (self.svc.vectors.count(scope, exact=False), now)
             self._scope_counts[scope] = known
-        return known[0] <= self.svc.settings.recall_exact_search_limit
+        return known[0]
 
     def _beyond_exact_search(self) -> bool:
         """Whether the Edge shard holds too many vectors to search exhaustively on each recall

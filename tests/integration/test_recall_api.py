@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Any
 
@@ -442,9 +443,9 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     params = {"query": "database transactions", "limit": 3, "expand_relations": False}
     before = recall(api, **params)
     engine = api.client.application.extensions["automem.recall"]
-    monkeypatch.setattr(
-        services, "settings", services.settings.model_copy(update={"recall_exact_search_limit": 1})
-    )
+    # On four memories the index's candidates never cost less than the exact search: cost 0.
+    beyond = {"recall_exact_search_limit": 1, "recall_index_candidate_cost": 0.0}
+    monkeypatch.setattr(services, "settings", services.settings.model_copy(update=beyond))
     asked: list[int] = []
     original = services.graph.nearest
     monkeypatch.setattr(services.graph, "nearest", lambda *a: asked.append(1) or original(*a))
@@ -458,6 +459,50 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     # One memory carries the tag: the payload index says so, and the exact search answers alone.
     narrow = recall(api, query="database", tags=["incident"], limit=3)
     assert [r["id"] for r in narrow["results"]] == [corpus["outage"]] and not asked
+
+
+def test_a_filter_s_share_of_the_store_sets_the_index_over_fetch_or_the_exact_search(
+    api: Api, services: Services, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond RECALL_EXACT_SEARCH_LIMIT the index is asked for enough candidates that twice the
+    wanted pass the filter: more as the filter's share of the store shrinks. When that many
+    candidates, at RECALL_INDEX_CANDIDATE_COST points each, cost more than the exact search of
+    the filter's points, the exact search answers without asking the index. Every path answers
+    the same memories."""
+    assert services.vectors is not None
+    scopes: dict[str, dict[str, Any]] = {"plain": {}, "db": {"tags": ["project:db"]}}
+    params = {"query": "database transactions outage", "limit": 3, "expand_relations": False}
+
+    def found(scope: dict[str, Any]) -> list[str]:
+        return [r["id"] for r in recall(api, **params, **scope)["results"]]
+
+    exact = {name: found(scope) for name, scope in scopes.items()}
+    assert set(exact["db"]) == {corpus["pg"], corpus["outage"]}
+    engine = api.client.application.extensions["automem.recall"]
+    asked: list[int] = []
+    original = services.graph.nearest
+    monkeypatch.setattr(services.graph, "nearest", lambda *a: asked.append(a[1]) or original(*a))
+    points, fetch = services.vectors.count(), services.settings.recall_candidates
+
+    def answers(cost: float) -> dict[str, tuple[list[str], list[int]]]:
+        update = {"recall_exact_search_limit": 1, "recall_index_candidate_cost": cost}
+        monkeypatch.setattr(services, "settings", services.settings.model_copy(update=update))
+        engine._points_read_at = -1e9
+        out = {}
+        for name, scope in scopes.items():
+            asked.clear()
+            out[name] = (found(scope), list(asked))
+        return out
+
+    # Cost 0: the index always; the two of the store's points in project:db need its share's over-fetch.
+    always = answers(0.0)
+    assert always["plain"] == (exact["plain"], [2 * fetch])
+    assert always["db"] == (exact["db"], [math.ceil(2 * fetch * points / 2)])
+    # Between the two: the whole store pays for its candidates, the narrow scope does not.
+    cost = points / (2 * fetch) / 2
+    chosen = answers(cost)
+    assert chosen["plain"] == (exact["plain"], [2 * fetch])
+    assert chosen["db"] == (exact["db"], [])
 
 
 def test_a_scope_s_point_estimate_is_kept_and_a_stale_one_still_answers_right(
