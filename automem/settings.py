@@ -571,7 +571,7 @@ class Settings(BaseSettings):
         "index for enough candidates that twice the wanted pass the filter (more for a narrower "
         "share of the store) only when that many candidates cost less than the exact search of "
         "the filter's points; otherwise it searches exactly (docs/performance.md, \"A filter's "
-        "share of the store\"). 0: the index whenever the store is beyond the limit.",
+        'share of the store"). 0: the index whenever the store is beyond the limit.',
     )
     recall_rerank_model_dir: str | None = _setting(
         None,

@@ -66,12 +66,14 @@ ListOrder = Literal["importance", "time_desc", "time_asc", "updated_desc", "upda
 # What recall reads of a memory: its public shape, every field filters test, and the content
 # hash that identical contents share (the answer counts them once; hashing a long memory's
 # words again in the API process cost ~12 us a kilobyte). Each returned column costs FalkorDB
-# ~4 us per row, so recall leaves out the bookkeeping fields.
+# ~4 us per row, so recall leaves out the bookkeeping fields, and the embedding's hash, which
+# it reads only compared with the content's (the derived `embedded` below).
 RECALL_FIELDS = tuple(
     f
     for f in MEMORY_FIELDS
     if f
     not in (
+        "embedding_hash",
         "embedding_model",
         "embedding_context",
         "enriched_at",
@@ -96,6 +98,48 @@ _RECALL_COLUMNS = (*RECALL_FIELDS, "embedded", "superseded_out")
 
 def _recall_doc(row: Sequence[Any]) -> MemoryRecord:
     return MemoryRecord.from_values(_RECALL_COLUMNS, row)
+
+
+def _number(value: Any) -> Any:
+    """A number column of a bare reply: integers come as integers, doubles as their text."""
+    if isinstance(value, int):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return value  # a number property stored as other text reads as that text
+
+
+def _flag(value: Any) -> Any:
+    return value == "true" if isinstance(value, str) else value
+
+
+def _tag_list(value: Any) -> Any:
+    """Tags of a bare reply, sent as "[a, b]": a tag never holds a comma (validation refuses
+    one on every write path, as by-tag splits its query on commas), so the text splits back."""
+    if not isinstance(value, str) or not (value.startswith("[") and value.endswith("]")):
+        return value
+    return value[1:-1].split(", ") if len(value) > 2 else []
+
+
+# How each column of the recall view reads from a bare reply (None: as it came). Bare replies
+# (GRAPH.RO_QUERY without --compact) send a value as itself, where a compact one sends a
+# [type, value] pair: hiredis makes one object a cell instead of three, and a 50-memory read
+# took 0.06 instead of 0.21-0.26 ms to parse (62 KB). Strings, doubles, booleans and arrays all
+# come as text then, which only each column's known kind tells apart.
+_RECALL_READERS: tuple[Callable[[Any], Any] | None, ...] = tuple(
+    {
+        "confidence": _number,
+        "importance": _number,
+        "version": _number,
+        "rev": _number,
+        "superseded_out": _number,
+        "tags": _tag_list,
+        "enriched": _flag,
+        "embedded": _flag,
+    }.get(column)
+    for column in _RECALL_COLUMNS
+)
 
 
 def _fields(embedding: bool) -> tuple[str, ...]:
@@ -165,6 +209,30 @@ class Vector32(list[float]):
     digits carry every bit, and one %-format call writes them ~3x faster than float repr."""
 
 
+# How each column of an `edges_of` row reads from a bare reply (see _RECALL_READERS): the
+# memory, then the edge (type, outgoing, strength) and the other memory's id, degree, type,
+# timestamp, importance, confidence, first tags and first words. One row an edge, where a row a
+# memory of nested lists would come back as text a bare reply cannot be read from.
+_EDGE_READERS = (None, None, _flag, _number, None, _number, None, None, _number, _number, _tag_list, None)
+
+
+def _edges_query(with_degree: bool) -> str:
+    """`GraphStore.edges_of`'s query: a row an edge ($ids, $types, $n edges a memory)."""
+    degree = "indegree(e[3], $types) + outdegree(e[3], $types)" if with_degree else "0"
+    return f"""
+    MATCH (m:Memory) WHERE m.id IN $ids
+    WITH m, m.id AS mid
+    MATCH (m)-[r]-(o:Memory)
+    WHERE type(r) IN $types AND o.state <> 'deleted'
+    WITH mid, r, o, startNode(r) = m AS outgoing
+    ORDER BY coalesce(r.strength, r.score, 0.0) DESC, coalesce(r.updated_at, '') DESC
+    WITH mid, collect([type(r), outgoing, coalesce(r.strength, r.score), o])[0..$n] AS edges
+    UNWIND edges AS e
+    RETURN mid, e[0], e[1], e[2], e[3].id, {degree}, e[3].type, e[3].timestamp,
+           e[3].importance, e[3].confidence, e[3].tags[0..5], left(e[3].content, 160)
+    """
+
+
 def _edge(row: Sequence[Any]) -> dict[str, Any]:
     """An `edges_of` row as a dict, the other memory's summary under `other`."""
     rel_type, outgoing, strength, other_id, degree, mtype, timestamp, importance, confidence, tags, text = row
@@ -229,6 +297,7 @@ def cypher_params(params: dict[str, Any] | None) -> str:
 
 # Compact reply cell types (FalkorDB's result-set format): what read queries here return.
 _NULL, _STRING, _INTEGER, _BOOLEAN, _DOUBLE, _ARRAY = 1, 2, 3, 4, 5, 6
+_AS_SENT = (_STRING, _INTEGER)  # cells whose value is read as it came
 
 
 def _cell(cell: Sequence[Any], graph: Any) -> Any:
@@ -236,7 +305,7 @@ def _cell(cell: Sequence[Any], graph: Any) -> Any:
     dispatches twice a cell: a 51-memory read parsed in 0.21 ms there, 0.07 ms here); nodes,
     edges, maps and the rest go to falkordb-py's parser, which knows the graph's schema."""
     kind, value = cell
-    if kind in (_STRING, _INTEGER):
+    if kind in _AS_SENT:
         return value
     if kind == _NULL:
         return None
@@ -250,13 +319,41 @@ def _cell(cell: Sequence[Any], graph: Any) -> Any:
 
 
 def read_rows(reply: list[Any], graph: Any) -> list[list[Any]]:
-    """The rows of a compact GRAPH.RO_QUERY reply ([header, rows, stats], or [stats] for a query
-    that returns nothing); a run-time error the server reports in the reply is raised."""
+    """The rows of a compact GRAPH.RO_QUERY reply."""
+    rows = []
+    for row in _reply_rows(reply):
+        # Strings, integers and nulls, most of a memory's cells, are read here without a call
+        # per cell (a 50-memory read: 0.24 -> 0.13 ms).
+        values = []
+        for cell in row:
+            kind = cell[0]
+            if kind in _AS_SENT:
+                values.append(cell[1])
+            elif kind == _NULL:
+                values.append(None)
+            else:
+                values.append(_cell(cell, graph))
+        rows.append(values)
+    return rows
+
+
+def _bare_rows(reply: list[Any], readers: Sequence[Callable[[Any], Any] | None]) -> list[list[Any]]:
+    """The rows of a bare GRAPH.RO_QUERY reply, read column by column (`_ro_bare`)."""
+    return [
+        [v if read is None or v is None else read(v) for read, v in zip(readers, row, strict=True)]
+        for row in _reply_rows(reply)
+    ]
+
+
+def _reply_rows(reply: list[Any]) -> list[Any]:
+    """The rows of a GRAPH.RO_QUERY reply ([header, rows, stats], or [stats] for a query that
+    returns nothing); a run-time error the server reports in the reply is raised."""
     if reply and isinstance(reply[-1], redis.exceptions.ResponseError):
         raise reply[-1]
     if len(reply) < 2 or not reply[0]:
         return []
-    return [[_cell(cell, graph) for cell in row] for row in reply[1]]
+    rows: list[Any] = reply[1]
+    return rows
 
 
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
@@ -371,10 +468,22 @@ class CypherGraph:
         return self._run(lambda: self.graph.query(cypher_params(params) + cypher))
 
     def _ro(self, cypher: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
-        command: list[Any] = ["GRAPH.RO_QUERY", self.graph_name, cypher_params(params) + cypher, "--compact"]
+        command = self._ro_command(cypher, params, "--compact")
+        return self._run(lambda: read_rows(self._read(command), self.graph))
+
+    def _ro_bare(
+        self, cypher: str, params: dict[str, Any], readers: Sequence[Callable[[Any], Any] | None]
+    ) -> list[list[Any]]:
+        """Rows of a bare (verbose) reply, each column read by its reader (see _RECALL_READERS);
+        only for columns of scalars and arrays of strings without commas."""
+        command = self._ro_command(cypher, params)
+        return self._run(lambda: _bare_rows(self._read(command), readers))
+
+    def _ro_command(self, cypher: str, params: dict[str, Any] | None, *flags: str) -> list[Any]:
+        command: list[Any] = ["GRAPH.RO_QUERY", self.graph_name, cypher_params(params) + cypher, *flags]
         if self.read_timeout_ms is not None:
             command += ["timeout", self.read_timeout_ms]
-        return self._run(lambda: read_rows(self._read(command), self.graph))
+        return command
 
     def _read(self, command: list[Any]) -> Any:
         client = self._reader()
@@ -848,7 +957,8 @@ class GraphStore(
         where, params = self.filter_clause(within, seek=False) if within is not None else ("", {})
         cypher = f"MATCH (m:Memory) WHERE m.id IN $ids {'AND ' + where if where else ''}"
         cypher += f" RETURN {_RECALL_PROJECTION}"
-        return [_recall_doc(row) for row in self._ro(cypher, {**params, "ids": list(ids)})]
+        rows = self._ro_bare(cypher, {**params, "ids": list(ids)}, _RECALL_READERS)
+        return [_recall_doc(row) for row in rows]
 
     def tenant_memory_ids(self, ids: Sequence[str], tenant: str) -> list[str]:
         """The ids among `ids` that name a memory of `tenant`, deleted ones included (their ids
@@ -1469,21 +1579,11 @@ class GraphStore(
         every memory at the other end (~0.5 ms of a recall of 50 results' ~100 edges)."""
         if not ids or limit_per <= 0:
             return {}
-        degree = "indegree(e[3], $types) + outdegree(e[3], $types)" if with_degree else "0"
-        cypher = f"""
-        MATCH (m:Memory) WHERE m.id IN $ids
-        WITH m, m.id AS mid
-        MATCH (m)-[r]-(o:Memory)
-        WHERE type(r) IN $types AND o.state <> 'deleted'
-        WITH mid, r, o, startNode(r) = m AS outgoing
-        ORDER BY coalesce(r.strength, r.score, 0.0) DESC, coalesce(r.updated_at, '') DESC
-        WITH mid, collect([type(r), outgoing, coalesce(r.strength, r.score), o])[0..$n] AS edges
-        RETURN mid, [e IN edges | [e[0], e[1], e[2], e[3].id, {degree},
-                                   e[3].type, e[3].timestamp, e[3].importance, e[3].confidence,
-                                   e[3].tags[0..5], left(e[3].content, 160)]]
-        """
-        rows = self._ro(cypher, {"ids": list(ids), "types": list(types), "n": limit_per})
-        return {mid: [_edge(row) for row in edges] for mid, edges in rows}
+        params = {"ids": list(ids), "types": list(types), "n": limit_per}
+        found: dict[str, list[dict[str, Any]]] = {}
+        for mid, *row in self._ro_bare(_edges_query(with_degree), params, _EDGE_READERS):
+            found.setdefault(mid, []).append(_edge(row))
+        return found
 
     def chain_neighbours(
         self, ids: Sequence[str], min_hops: int, max_hops: int
