@@ -122,24 +122,25 @@ def _tag_list(value: Any) -> Any:
     return value[1:-1].split(", ") if len(value) > 2 else []
 
 
-# How each column of the recall view reads from a bare reply (None: as it came). Bare replies
+# How a column reads from a bare reply, by its name (any other: as it came). Bare replies
 # (GRAPH.RO_QUERY without --compact) send a value as itself, where a compact one sends a
 # [type, value] pair: hiredis makes one object a cell instead of three, and a 50-memory read
 # took 0.06 instead of 0.21-0.26 ms to parse (62 KB). Strings, doubles, booleans and arrays all
 # come as text then, which only each column's known kind tells apart.
-_RECALL_READERS: tuple[Callable[[Any], Any] | None, ...] = tuple(
-    {
-        "confidence": _number,
-        "importance": _number,
-        "version": _number,
-        "rev": _number,
-        "superseded_out": _number,
-        "tags": _tag_list,
-        "enriched": _flag,
-        "embedded": _flag,
-    }.get(column)
-    for column in _RECALL_COLUMNS
-)
+_BARE_READERS: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(
+        ("confidence", "importance", "version", "rev", "superseded_out", "strength", "degree"), _number
+    ),
+    **dict.fromkeys(("enriched", "embedded", "outgoing"), _flag),
+    "tags": _tag_list,
+}
+
+
+def _readers(columns: Sequence[str]) -> tuple[Callable[[Any], Any] | None, ...]:
+    return tuple(_BARE_READERS.get(column) for column in columns)
+
+
+_RECALL_READERS = _readers(_RECALL_COLUMNS)
 
 
 def _fields(embedding: bool) -> tuple[str, ...]:
@@ -209,11 +210,15 @@ class Vector32(list[float]):
     digits carry every bit, and one %-format call writes them ~3x faster than float repr."""
 
 
-# How each column of an `edges_of` row reads from a bare reply (see _RECALL_READERS): the
-# memory, then the edge (type, outgoing, strength) and the other memory's id, degree, type,
-# timestamp, importance, confidence, first tags and first words. One row an edge, where a row a
-# memory of nested lists would come back as text a bare reply cannot be read from.
-_EDGE_READERS = (None, None, _flag, _number, None, _number, None, None, _number, _number, _tag_list, None)
+# The columns of an `edges_of` row: the memory, then the edge (type, outgoing, strength) and the
+# other memory's id, degree, type, timestamp, importance, confidence, first tags and first words.
+# One row an edge, where a row a memory of nested lists would come back as text a bare reply
+# cannot be read from.
+_EDGE_COLUMNS = (
+    "mid", "rel_type", "outgoing", "strength", "id", "degree",
+    "type", "timestamp", "importance", "confidence", "tags", "content",
+)  # fmt: skip
+_EDGE_READERS = _readers(_EDGE_COLUMNS)
 
 
 def _edges_query(with_degree: bool) -> str:
