@@ -44,6 +44,7 @@ from automem.stores.vectors.base import (
     payload_matches,
 )
 from automem.timeutil import format_utc, parse_iso
+from automem.validation import UNIT_DECIMALS
 
 Order = Literal["importance", "time_desc", "time_asc"]
 SortKey = tuple[str, bool]  # payload field, descending
@@ -56,8 +57,9 @@ ORDERS: dict[str, tuple[SortKey, ...]] = {
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # A rank's time part spans RANK_SPAN: smaller than any two importances a client sends differ by
-# (they are sent with a few decimals), large enough that a float64 rank near 1 still tells
-# timestamps ~1.4 s apart (its ulp is 2.2e-16; equal ranks are settled by the exact keys).
+# (they are sent with a few decimals), large enough that a rank kept to 15 decimal places (what
+# the vector store reads back exactly: automem.validation.UNIT_DECIMALS) still tells timestamps
+# ~6.3 s apart (1e-15 of RANK_SPAN's 200 years; equal ranks are settled by the exact keys).
 RANK_SPAN = 1e-6
 _RANK_START, _RANK_SECONDS = 0.0, 200 * 365.25 * 86400.0  # [1970, 2170); outside: the ends
 
@@ -93,7 +95,7 @@ def rank_of(importance: float | None, timestamp: str | None) -> float | None:
     except ValueError:
         return None
     place = min(max((seconds - _RANK_START) / _RANK_SECONDS, 0.0), 1.0)
-    return float(importance) + RANK_SPAN * place
+    return round(float(importance) + RANK_SPAN * place, UNIT_DECIMALS)
 
 
 def top_points(

@@ -36,7 +36,7 @@ from automem.relations import ALL_TYPES, AUTHORABLE, canonical_relation
 from automem.settings import Settings
 from automem.tags import normalize_tags, split_tag_input
 from automem.validation import (
-    as_graph_float,
+    as_unit_float,
     check_storable,
     check_tag,
     check_time,
@@ -47,7 +47,7 @@ from automem.validation import (
 
 M = TypeVar("M", bound=BaseModel)
 
-UnitFloat = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0), AfterValidator(as_graph_float)]
+UnitFloat = Annotated[StrictFloat | StrictInt, Field(ge=0.0, le=1.0), AfterValidator(as_unit_float)]
 
 
 def _settings(info: ValidationInfo) -> Settings:

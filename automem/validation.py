@@ -20,6 +20,8 @@ that one component of the service cannot hold gets in through another. Each rule
 - Graph property keys (archives): identifiers, so no key can break out of a Cypher map.
 - Graph property floats (archives): at most 15 significant digits, as FalkorDB returns doubles
   (1000000000000001.0 would read back as 1000000000000000.0).
+- Unit numbers (importance, confidence) and the listings' `rank`: 15 decimal places, the numbers
+  both stores return exactly (see `as_unit_float`).
 - Memory ids: UUIDs.
 """
 
@@ -53,6 +55,23 @@ def as_graph_float(value: Any) -> Any:
     the same number; other values pass."""
     if isinstance(value, float) and math.isfinite(value):
         return float(f"{value:.15g}")
+    return value
+
+
+# Qdrant Edge parses a payload number from its shortest decimal text and rounds twice when that
+# text has more digits than a double holds exactly or an exponent beyond 22: about one value in
+# five with 17 digits, or below 1e-20, reads back one unit in the last place off, and so differs
+# from the graph's copy (and a restore of that copy from itself). A number in [0, 2) with 15
+# decimal places has at most 16 digits (below 2**53) and the exponent -15, so Edge reads it
+# exactly; the graph returns its 15 significant digits as they are.
+UNIT_DECIMALS = 15
+
+
+def as_unit_float(value: Any) -> Any:
+    """A float in [0, 2) as every store returns it (15 decimal places; smaller parts are below
+    any importance a client means); other values pass."""
+    if isinstance(value, float) and math.isfinite(value):
+        return round(value, UNIT_DECIMALS)
     return value
 
 
