@@ -128,7 +128,22 @@ def test_the_children_die_with_a_killed_supervisor(stack: Callable[..., Service]
     assert len(roles_of(svc)) >= 4
     svc.process.kill()
     svc.process.wait(10)
-    wait_until(lambda: not session_processes(svc.process.pid), 60, "children outlived the supervisor")
+    try:
+        wait_until(lambda: not session_processes(svc.process.pid), 60, "children outlived the supervisor")
+    except AssertionError as exc:  # which ones, and in what state: this failed once on a loaded CI
+        left = [_described(pid) for pid in session_processes(svc.process.pid)]
+        raise AssertionError(f"{exc}: {left}") from exc
+
+
+def _described(pid: int) -> str:
+    proc = Path("/proc") / str(pid)
+    try:
+        argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = (proc / "wchan").read_text()
+    except OSError:
+        return f"{pid} (gone)"
+    return f"{pid} state {state} waiting in {wchan or '-'}: {argv[:160]}"
 
 
 def _automem_script() -> list[str]:
