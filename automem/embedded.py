@@ -12,7 +12,9 @@ foreground group) or `kill -TERM -<pgid>` reaches only the supervisor; it then s
 and cron, then the API, then FalkorDB, each after the previous one exited, so nothing loses its
 database while it still works. SIGINT, SIGTERM and SIGHUP to the supervisor alone do the same.
 A child that dies is restarted; one that keeps failing to start stops the service (see
-MAX_BOOT_FAILURES). Children get SIGTERM from the kernel if the supervisor itself dies.
+MAX_BOOT_FAILURES). Children get SIGTERM from the kernel if the supervisor itself dies; the
+Python ones then end themselves STOP_TIMEOUT later at the latest, as the supervisor's stop would
+have ended them, and take their own forks with them (`end_when_orphaned`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,31 @@ def _die_with_parent(parent: int | None = None) -> None:
         _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     if parent is not None and os.getppid() != parent:
         os._exit(1)
+
+
+# Set in the children's environment: they are supervised (`end_when_orphaned`).
+SUPERVISED_ENV = "AUTOMEM_SUPERVISED"
+ORPHAN_CHECK_SECONDS = 1.0
+
+
+def end_when_orphaned(grace: float = STOP_TIMEOUT) -> None:
+    """In a child of `automem serve` (SUPERVISED_ENV set), before it forks anything: its forks
+    (gunicorn's workers, RQ's scheduler) get SIGTERM when it dies, and once the supervisor is
+    gone it exits `grace` seconds after the kernel's SIGTERM at the latest, as the supervisor's
+    stop would SIGKILL it. Without that, a child whose stop outlasts its databases (RQ's warm
+    shutdown of a busy worker retrying a Redis that is gone) or an orphaned fork lived on."""
+    if os.environ.get(SUPERVISED_ENV) != "1":
+        return
+    os.register_at_fork(after_in_child=_die_with_parent)
+    watch = threading.Thread(target=_exit_when_orphaned, args=(os.getppid(), grace), daemon=True)
+    watch.start()
+
+
+def _exit_when_orphaned(parent: int, grace: float) -> None:
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_SECONDS)
+    time.sleep(grace)
+    os._exit(1)
 
 
 def _child_preexec() -> Callable[[], None]:
@@ -491,6 +518,7 @@ class Supervisor:
                 "AUTOMEM_VECTOR_BACKEND": "edge",
                 "AUTOMEM_HOST": self.host,
                 "PORT": str(self.port),
+                SUPERVISED_ENV: "1",
             }
         )
         return env

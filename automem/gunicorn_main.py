@@ -17,6 +17,7 @@ import os
 from gunicorn.app.wsgiapp import WSGIApplication
 
 import enrichment  # noqa: F401  (bound before gunicorn runs, like `automem` itself)
+from automem.embedded import end_when_orphaned
 
 
 class Application(WSGIApplication):
@@ -26,6 +27,7 @@ class Application(WSGIApplication):
 
 
 def main() -> None:
+    end_when_orphaned()  # before gunicorn forks its workers
     Application("%(prog)s [OPTIONS] [APP_MODULE]", prog="gunicorn").run()
 
 

@@ -17,6 +17,7 @@ from automem import docsgen, logs
 from automem.cli import access, maintenance, project, run
 from automem.cli.common import ROOT, Subparsers
 from automem.cli.run import worker_registered
+from automem.embedded import end_when_orphaned
 from automem.errors import ConfigurationError
 
 GENERATED = docsgen.GENERATED  # kept importable here for the tests and older scripts
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    end_when_orphaned()  # a child of `automem serve` (worker, cron) ends with it
     logs.configure(os.environ.get("AUTOMEM_LOG_LEVEL", "INFO"), os.environ.get("AUTOMEM_LOG_FORMAT", "json"))
     try:
         return int(args.func(args))

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -268,3 +269,42 @@ def test_an_exit_after_a_long_run_is_restarted_and_starts_the_count_again(tmp_pa
     assert supervisor._may_restart("api", "api", child, -9)
     assert child.boot_failures == 0
     assert not supervisor._failure and not supervisor._stopping
+
+
+_ORPHAN = """
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a stop that never ends by itself
+from automem.embedded import end_when_orphaned
+end_when_orphaned(grace=1.0)
+fork = os.fork()
+if fork == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    time.sleep(600)
+    os._exit(0)
+print(os.getpid(), fork, flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_orphaned_child_ends_itself_and_its_forks(tmp_path: Path) -> None:
+    """A supervised child whose stop hangs (it ignores the SIGTERM) exits `grace` seconds after
+    its supervisor dies, and its own fork dies with it."""
+    script = tmp_path / "child.py"
+    script.write_text(_ORPHAN)
+    env = "{**os.environ, 'AUTOMEM_SUPERVISED': '1'}"
+    launcher = (
+        "import os, subprocess, sys, time; "
+        f"subprocess.Popen([sys.executable, {str(script)!r}], env={env}); time.sleep(600)"
+    )
+    supervisor = subprocess.Popen([sys.executable, "-c", launcher], stdout=subprocess.PIPE, text=True)
+    try:
+        assert supervisor.stdout is not None
+        child, fork = map(int, supervisor.stdout.readline().split())
+        assert not gone(child) and not gone(fork)
+        supervisor.kill()
+        supervisor.wait(10)
+        time.sleep(0.5)
+        assert not gone(child)  # still in its grace
+        wait_until(lambda: gone(child) and gone(fork), 15, "the orphaned child or its fork lived on")
+    finally:
+        supervisor.kill()
