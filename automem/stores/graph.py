@@ -485,8 +485,8 @@ class CypherGraph:
         return self._run(lambda: read_rows(self._read(command), self.graph))
 
     def _ro_bare(self, cypher: str, params: dict[str, Any], readers: Readers) -> list[list[Any]]:
-        """Rows of a bare (verbose) reply, each column read by its reader (see _RECALL_READERS);
-        only for columns of scalars and arrays of strings without commas."""
+        """Rows of a bare (verbose) reply, the `readers`' columns converted in place (see
+        _BARE_READERS); only for columns of scalars and arrays of strings without commas."""
         command = self._ro_command(cypher, params)
         return self._run(lambda: _bare_rows(self._read(command), readers))
 

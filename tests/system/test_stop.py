@@ -22,7 +22,7 @@ import pytest
 
 from automem.embedded import BOOT_SECONDS, MAX_BOOT_FAILURES, Child, Supervisor
 from tests.conftest import make_settings
-from tests.stack import Service, gone, roles_of, session_processes, wait_until
+from tests.stack import Service, cmdline, gone, roles_of, session_processes, wait_until
 
 STOP_ORDER = ["worker", "cron", "api", "falkordb"]
 
@@ -137,14 +137,12 @@ def test_the_children_die_with_a_killed_supervisor(stack: Callable[..., Service]
 
 
 def _described(pid: int) -> str:
-    proc = Path("/proc") / str(pid)
     try:
-        argv = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        wchan = (proc / "wchan").read_text()
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        wchan = (Path("/proc") / str(pid) / "wchan").read_text()
     except OSError:
         return f"{pid} (gone)"
-    return f"{pid} state {state} waiting in {wchan or '-'}: {argv[:160]}"
+    return f"{pid} state {state} waiting in {wchan or '-'}: {cmdline(pid)[:160]}"
 
 
 def _automem_script() -> list[str]:
