@@ -13,6 +13,7 @@ when enrichment finds a memory spliced in before it later, the memory is embedde
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 from typing import Any
 
@@ -24,9 +25,11 @@ from automem.services import Services
 from automem.timeutil import now_iso, parse_iso
 from automem.validation import check_vector
 from enrichment.context import current_services
-from enrichment.isolation import ItemFailed, clear_failures, isolated
-from enrichment.links import link_similar
+from enrichment.isolation import TRANSIENT, ItemFailed, clear_failures, isolated
+from enrichment.links import link_similar, link_similar_many
 from enrichment.registry import job
+
+log = logging.getLogger(__name__)
 
 
 @job(JobName.EMBED)
@@ -135,10 +138,20 @@ def _needs_embedding(doc: MemoryRecord, label: str, force: bool, context: Memory
 
 
 def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
-    if not svc.settings.enrichment_enabled:
+    """SIMILAR_TO edges for the vectors just written, all in one search and one write; if that
+    fails for a reason of its own, one memory at a time, so a bad memory fails alone."""
+    if not svc.settings.enrichment_enabled or not memory_ids:
         return 0
     s = svc.settings
     now = now_iso()
+    try:
+        return link_similar_many(
+            svc.graph, memory_ids, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now
+        )
+    except TRANSIENT:
+        raise
+    except Exception:
+        log.exception("linking %d similar memories together failed; linking them one by one", len(memory_ids))
     linked = 0
     for memory_id in memory_ids:
         link = partial(

@@ -14,7 +14,7 @@ vector store in embedded mode).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 
 import redis
@@ -107,6 +107,14 @@ def link_similar(graph: GraphStore, memory_id: str, k: int, threshold: float, no
     """SIMILAR_TO edges to the memory's nearest neighbours; the number linked."""
     neighbours = graph.similar_memories(memory_id, k, threshold)
     return graph.link_similar(memory_id, neighbours, now)
+
+
+def link_similar_many(
+    graph: GraphStore, memory_ids: Sequence[str], k: int, threshold: float, now: str
+) -> int:
+    """`link_similar` for the vectors an embedding job wrote, in one search and one write (two
+    round trips a memory were ~8 % of an import's embedding time); the pairs linked."""
+    return graph.link_similar_many(graph.similar_memories_of(memory_ids, k, threshold), now)
 
 
 def _set(value: str | None) -> set[str]:

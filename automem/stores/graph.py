@@ -14,7 +14,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, NamedTuple, TypeVar
@@ -1416,6 +1416,67 @@ class GraphStore(
                 return []  # no vector index yet (a store created before it existed)
             raise
         return [(str(i), float(sim)) for i, sim in rows]
+
+    def similar_memories_of(
+        self, memory_ids: Sequence[str], k: int, min_similarity: float
+    ) -> dict[str, list[tuple[str, float]]]:
+        """`similar_memories` for many memories in one query: an embedding job links a few
+        hundred vectors, and one round trip each cost ~8x the searches themselves (232
+        memories: 10 against 75-96 ms)."""
+        cypher = f"""
+        UNWIND $ids AS mid
+        MATCH (mv:{VECTOR_LABEL} {{id: mid}})
+        CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $fetch, mv.embedding) YIELD node, score
+        WITH mid, mv, node, 1.0 - score AS similarity
+        WHERE node.id <> mv.id AND node.tenant = mv.tenant AND similarity >= $min
+        MATCH (node)<-[:{VECTOR_LINK}]-(other:Memory) WHERE other.state = 'active'
+        RETURN mid, other.id, similarity
+        """
+        found: dict[str, list[tuple[str, float]]] = {str(i): [] for i in memory_ids}
+        if not found:
+            return found
+        params = {"ids": list(found), "fetch": k * 2 + 1, "min": min_similarity}
+        try:
+            rows = self._ro(cypher, params)
+        except redis.exceptions.ResponseError as exc:
+            if "index" in str(exc).lower():
+                return found  # no vector index yet
+            raise
+        for memory_id, other, similarity in rows:
+            found[str(memory_id)].append((str(other), float(similarity)))
+        return {i: sorted(hits, key=lambda hit: -hit[1])[:k] for i, hits in found.items()}
+
+    def link_similar_many(self, neighbours: Mapping[str, Sequence[tuple[str, float]]], now: str) -> int:
+        """Replace the SIMILAR_TO edges of several memories at once (one query, so all or none):
+        every old edge touching one of them goes, then each memory is linked both ways to its
+        neighbours. Two of them that are each other's neighbours share one pair of edges; a pair
+        only one of them chose stays (linked one at a time, the later one's choice decided).
+        The number of pairs linked."""
+        pairs: dict[tuple[str, str], float] = {}
+        for memory_id, found in neighbours.items():
+            for other, similarity in found:
+                if other != memory_id:
+                    key = (min(memory_id, other), max(memory_id, other))
+                    pairs[key] = max(pairs.get(key, -1.0), round(similarity, 4))
+        cypher = """
+        UNWIND $ids AS mid
+        MATCH (m:Memory {id: mid})
+        OPTIONAL MATCH (m)-[old:SIMILAR_TO]-(:Memory)
+        WITH collect(DISTINCT old) AS olds
+        FOREACH (r IN olds | DELETE r)
+        WITH count(*) AS cleared
+        UNWIND $pairs AS p
+        MATCH (m:Memory {id: p.a}), (o:Memory {id: p.b}) WHERE o.tenant = m.tenant
+        MERGE (m)-[a:SIMILAR_TO]->(o)
+        SET a.score = p.score, a.strength = p.score, a.updated_at = $now
+        MERGE (o)-[b:SIMILAR_TO]->(m)
+        SET b.score = p.score, b.strength = p.score, b.updated_at = $now
+        RETURN count(o)
+        """
+        rows = [{"a": a, "b": b, "score": score} for (a, b), score in pairs.items()]
+        params = {"ids": list(neighbours), "pairs": rows, "now": now}
+        result = self._query(cypher, params).result_set
+        return int(result[0][0]) if result else 0
 
     def link_similar(self, memory_id: str, neighbours: Sequence[tuple[str, float]], now: str) -> int:
         """Replace a memory's SIMILAR_TO edges (both ways) by edges to `neighbours`, scored by
