@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -164,11 +164,18 @@ def test_an_embedding_job_links_its_vectors_with_one_search_and_one_write(
 ) -> None:
     calls: list[str] = []
     graph = services.graph
-    for name in ("similar_memories", "similar_memories_of", "link_similar", "link_similar_many"):
+
+    def recorded(name: str) -> Callable[..., Any]:
         real = getattr(graph, name)
-        monkeypatch.setattr(
-            graph, name, lambda *a, _real=real, _name=name, **kw: (calls.append(_name), _real(*a, **kw))[1]
-        )
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return real(*args, **kwargs)
+
+        return call
+
+    for name in ("similar_memories", "similar_memories_of", "link_similar", "link_similar_many"):
+        monkeypatch.setattr(graph, name, recorded(name))
     ids = _store_batch(api, NOTES)
     jobs()
     assert calls == ["similar_memories_of", "link_similar_many"]
