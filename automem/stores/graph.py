@@ -1399,29 +1399,14 @@ class GraphStore(
 
     def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
         """Up to k active memories of the same tenant whose embedding has cosine similarity of at
-        least `min_similarity` with this memory's, from the graph's vector index."""
-        cypher = f"""
-        MATCH (mv:{VECTOR_LABEL} {{id: $id}})
-        CALL db.idx.vector.queryNodes('{VECTOR_LABEL}', 'embedding', $fetch, mv.embedding) YIELD node, score
-        WITH mv, node, 1.0 - score AS similarity
-        WHERE node.id <> mv.id AND node.tenant = mv.tenant AND similarity >= $min
-        MATCH (node)<-[:{VECTOR_LINK}]-(other:Memory) WHERE other.state = 'active'
-        RETURN other.id, similarity ORDER BY similarity DESC LIMIT $k
-        """
-        params = {"id": memory_id, "fetch": k * 2 + 1, "k": k, "min": min_similarity}
-        try:
-            rows = self._ro(cypher, params)
-        except redis.exceptions.ResponseError as exc:
-            if "index" in str(exc).lower():
-                return []  # no vector index yet (a store created before it existed)
-            raise
-        return [(str(i), float(sim)) for i, sim in rows]
+        least `min_similarity` with this memory's, from the graph's vector index, best first."""
+        return self.similar_memories_of([memory_id], k, min_similarity)[str(memory_id)]
 
     def similar_memories_of(
         self, memory_ids: Sequence[str], k: int, min_similarity: float
     ) -> dict[str, list[tuple[str, float]]]:
-        """`similar_memories` for many memories in one query: an embedding job links a few
-        hundred vectors, and one round trip each cost ~8x the searches themselves (232
+        """`similar_memories` of each of these memories, in one query: an embedding job links a
+        few hundred vectors, and one round trip each cost ~8x the searches themselves (232
         memories: 10 against 75-96 ms)."""
         cypher = f"""
         UNWIND $ids AS mid
@@ -1440,7 +1425,7 @@ class GraphStore(
             rows = self._ro(cypher, params)
         except redis.exceptions.ResponseError as exc:
             if "index" in str(exc).lower():
-                return found  # no vector index yet
+                return found  # no vector index yet (a store created before it existed)
             raise
         for memory_id, other, similarity in rows:
             found[str(memory_id)].append((str(other), float(similarity)))

@@ -216,18 +216,13 @@ def test_similarity_searched_once_per_vector(
     """The embedding job links the vectors it writes; enrichment searches again only for a
     client's vector or when forced (the similarity search counted on the real graph)."""
     searched: list[str] = []
-    real, real_many = services.graph.similar_memories, services.graph.similar_memories_of
+    real = services.graph.similar_memories_of  # every similarity search goes through it
 
-    def counted(memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
-        searched.append(memory_id)
-        return real(memory_id, k, min_similarity)
-
-    def counted_many(ids: list[str], k: int, min_similarity: float) -> dict[str, list[tuple[str, float]]]:
+    def counted(ids: list[str], k: int, min_similarity: float) -> dict[str, list[tuple[str, float]]]:
         searched.extend(ids)
-        return real_many(ids, k, min_similarity)
+        return real(ids, k, min_similarity)
 
-    monkeypatch.setattr(services.graph, "similar_memories", counted)
-    monkeypatch.setattr(services.graph, "similar_memories_of", counted_many)
+    monkeypatch.setattr(services.graph, "similar_memories_of", counted)
     embedded = _store(api, "The nightly backup job copies the Postgres data directory to S3.")
     jobs()
     assert searched == [embedded]
