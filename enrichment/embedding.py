@@ -82,7 +82,7 @@ def retrieval_contexts(svc: Services, docs: list[MemoryRecord]) -> dict[str, Mem
     if svc.settings.retrieval_context_chars <= 0:
         return {}
     candidates = [d for d in docs if d.embedding_model != "client" and d.seq_scope]
-    previous = {d.id: svc.graph.previous_in_sequence(d) for d in candidates}
+    previous = svc.graph.previous_in_sequence_many(candidates)
     return contexts_of(svc, {d.id: d for d in candidates}, previous)
 
 

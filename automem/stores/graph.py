@@ -370,7 +370,8 @@ def _reply_rows(reply: list[Any]) -> list[Any]:
 
 
 # Time windows searched for a memory's sequence neighbour before its whole scope is (None).
-_SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (timedelta(hours=1), timedelta(days=1), None)
+_FIRST_WINDOW = timedelta(hours=1)
+_SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (_FIRST_WINDOW, timedelta(days=1), None)
 _SIDE_ORDER = {"<": "DESC", ">": "ASC"}
 _SIDE_PARAMS = {"<": ("lo_before", "hi_before"), ">": ("lo_after", "hi_after")}
 _NEIGHBOUR_QUERY = """
@@ -381,6 +382,27 @@ WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active
 RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
 """
 
+
+# `previous_in_sequence_many`: the first window's predecessor of each of `$rows` (the strict
+# comparisons of `_NEIGHBOUR_QUERY`, side "<"), and the ranges of `$scopes` ([tenant, key, n]).
+_PREVIOUS_MANY = f"""
+UNWIND $rows AS row
+CALL {{
+  WITH row
+  MATCH (p:Memory)
+  WHERE p.{TIME_KEY} >= row.lo AND p.{TIME_KEY} <= row.hi AND p.seq_scope = row.scope
+    AND p.tenant = row.tenant AND p.state = 'active' AND p.id <> row.id
+    AND (p.timestamp < row.ts OR (p.timestamp = row.ts AND (p.created_at < row.created
+         OR (p.created_at = row.created AND p.id < row.id))))
+  RETURN p.id AS prev ORDER BY p.timestamp DESC, p.created_at DESC, p.id DESC LIMIT 1
+}}
+RETURN 'prev' AS kind, row.id AS key, prev AS value
+"""
+_RANGES_MANY = f"""
+UNWIND $scopes AS sc
+MATCH (s:{SCOPE_LABEL}) WHERE s.tenant = sc[0] AND s.scope = sc[1]
+RETURN 'range' AS kind, sc[2] AS key, [s.lo, s.hi] AS value
+"""
 
 # PRECEDED_BY edges of the memory, in the neighbour lookup's columns (`sequence_place`).
 _LINK_SIDES = ("before", "after")
@@ -1266,6 +1288,45 @@ class GraphStore(
         """The active memory just before `doc` in its sequence scope (what it follows)."""
         return self._sequence_neighbours(doc, ("<",)).get("<")
 
+    def previous_in_sequence_many(self, docs: Sequence[MemoryRecord]) -> dict[str, str | None]:
+        """`previous_in_sequence` of each memory. An embedding job asks it of a few hundred
+        memories, nearly all of whose predecessors lie within the hour before them: the first
+        window of all of them is one query (with their scopes' ranges, which end the search of
+        a scope's first memory), and only the rest go on to the wider windows one at a time."""
+        scoped = [d for d in docs if d.seq_scope]
+        scopes = {key: n for n, key in enumerate({(d.tenant, scope_key(d.seq_scope)) for d in scoped})}
+        at = {d.id: epoch_us(str(d.timestamp)) for d in scoped}
+        found, ranges = self._previous_in_first_window(scoped, at, scopes) if scoped else ({}, {})
+        for doc in scoped:
+            if doc.id in found:
+                continue
+            scope_range = ranges.get(scopes[(doc.tenant, scope_key(doc.seq_scope))])
+            ended = scope_range is not None and nothing_beyond("<", at[doc.id], _FIRST_WINDOW, scope_range)
+            found[doc.id] = None if ended else self.previous_in_sequence(doc)
+        return {d.id: found.get(d.id) for d in docs}
+
+    def _previous_in_first_window(
+        self, docs: Sequence[MemoryRecord], at: Mapping[str, int], scopes: Mapping[tuple[str, str], int]
+    ) -> tuple[dict[str, str | None], dict[int, tuple[int, int]]]:
+        """(memory id -> its predecessor, for those with one in the first window; scope number
+        -> its range, where ranges are trusted), in one query."""
+        reach = int(_FIRST_WINDOW.total_seconds() * 1_000_000)
+        rows = [
+            {"id": d.id, "scope": d.seq_scope, "tenant": d.tenant, "ts": d.timestamp}
+            | {"created": d.created_at or "", "lo": at[d.id] - reach, "hi": at[d.id]}
+            for d in docs
+        ]
+        parts = [_PREVIOUS_MANY] + ([_RANGES_MANY] if self.scope_ranges_complete else [])
+        params = {"rows": rows, "scopes": [[*key, n] for key, n in scopes.items()]}
+        found: dict[str, str | None] = {}
+        ranges: dict[int, tuple[int, int]] = {}
+        for kind, key, value in self._ro(" UNION ALL ".join(parts), params):
+            if kind == "prev":
+                found[str(key)] = str(value)
+            elif value[0] is not None and value[1] is not None:
+                ranges[int(key)] = (int(value[0]), int(value[1]))
+        return found, ranges
+
     def _sequence_neighbours(
         self, doc: MemoryRecord, sides: Sequence[str], with_links: bool = False
     ) -> _Neighbours:
@@ -1389,13 +1450,18 @@ class GraphStore(
         RETURN m.id, 1.0 - score ORDER BY score ASC LIMIT $limit
         """
         params.update({"k": k, "vector": Vector32(vector), "limit": limit})
+        rows = self._ro_vector_index(cypher, params)
+        return [(str(i), float(similarity)) for i, similarity in rows or ()]
+
+    def _ro_vector_index(self, cypher: str, params: dict[str, Any]) -> list[list[Any]] | None:
+        """The rows of a query that searches the vector index, or None where the store has no
+        vector index yet (a store created before it existed, or before its first vector)."""
         try:
-            rows = self._ro(cypher, params)
+            return self._ro(cypher, params)
         except redis.exceptions.ResponseError as exc:
             if "index" in str(exc).lower():
-                return []  # no vector index yet
+                return None
             raise
-        return [(str(i), float(similarity)) for i, similarity in rows]
 
     def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
         """Up to k active memories of the same tenant whose embedding has cosine similarity of at
@@ -1421,13 +1487,8 @@ class GraphStore(
         if not found:
             return found
         params = {"ids": list(found), "fetch": k * 2 + 1, "min": min_similarity}
-        try:
-            rows = self._ro(cypher, params)
-        except redis.exceptions.ResponseError as exc:
-            if "index" in str(exc).lower():
-                return found  # no vector index yet (a store created before it existed)
-            raise
-        for memory_id, other, similarity in rows:
+        rows = self._ro_vector_index(cypher, params)
+        for memory_id, other, similarity in rows or ():
             found[str(memory_id)].append((str(other), float(similarity)))
         return {i: sorted(hits, key=lambda hit: -hit[1])[:k] for i, hits in found.items()}
 

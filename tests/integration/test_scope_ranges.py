@@ -111,6 +111,19 @@ def test_ranges_cover_every_memory_and_the_lookup_stays_exact(
         doc = next(d for d in docs if d.id == memory_id)
         assert services.graph.sequence_place(doc)[:2] == expected, (memory_id, ops)
         assert services.graph.previous_in_sequence(doc) == expected[0]
+    _assert_batched_lookup_agrees(services.graph, docs)
+
+
+def _assert_batched_lookup_agrees(graph: GraphStore, docs: list[MemoryRecord]) -> None:
+    """`previous_in_sequence_many` answers what `previous_in_sequence` answers one at a time,
+    deleted memories and ties included, with the scopes' ranges trusted and without them."""
+    one_at_a_time = {d.id: graph.previous_in_sequence(d) for d in docs}
+    assert graph.previous_in_sequence_many(docs) == one_at_a_time
+    trusted, graph.scope_ranges_complete = graph.scope_ranges_complete, False
+    try:
+        assert graph.previous_in_sequence_many(docs) == one_at_a_time
+    finally:
+        graph.scope_ranges_complete = trusted
 
 
 def _queries_of(graph: GraphStore, doc: MemoryRecord) -> tuple[Any, int]:
@@ -138,6 +151,44 @@ def test_the_newest_memory_is_placed_with_one_query(api: Api, services: Services
     finally:
         services.graph.scope_ranges_complete = True
     assert (place.prev, place.next, queries) == (ids[-2], None, 3)
+
+
+def test_an_embedding_jobs_predecessors_are_one_query(api: Api, services: Services) -> None:
+    """Two conversations of turns half an hour apart, as an import writes them: every
+    predecessor lies in the first window, and each first turn's scope range says nothing came
+    before it, so the whole batch costs one query (one a memory, and more for the first turns,
+    when asked one at a time)."""
+    tag = f"many{uuid.uuid4().hex[:10]}"
+    items = [
+        {"content": f"{tag} {n}", "tags": [f"{tag}:s{n % 2}"], "timestamp": _stamp(n * 900)}
+        for n in range(12)
+    ]
+    response = api.post("/memory/batch", json={"memories": items})
+    docs = services.graph.get_memories([r["id"] for r in response.get_json()["results"]])
+    with recorded_reads(services.graph) as sent:
+        previous = services.graph.previous_in_sequence_many(docs)
+    assert len(sent) == 1
+    by_index = {d.id: int(d.content.split()[-1]) for d in docs}
+    index_to_id = {n: i for i, n in by_index.items()}
+    assert previous == {i: index_to_id.get(n - 2) for i, n in by_index.items()}
+
+
+def test_the_batched_lookup_orders_ties_like_the_single_one(api: Api, services: Services) -> None:
+    """Memories of one instant, some of one creation time too (as a restore or an import can
+    write them: the id decides), others a moment apart (the creation time decides): the batch's
+    answers are the single lookup's."""
+    tag = f"ties{uuid.uuid4().hex[:10]}"
+    items = [{"content": f"{tag} {n}", "tags": [tag], "timestamp": _stamp(60)} for n in range(5)]
+    response = api.post("/memory/batch", json={"memories": items})
+    ids = [r["id"] for r in response.get_json()["results"]]
+    for n in range(3):
+        body = {"content": f"{tag} single {n}", "tags": [tag], "timestamp": _stamp(60 if n else 0)}
+        ids.append(api.post("/memory", json=body).get_json()["memory_id"])
+    services.graph._query(
+        "MATCH (m:Memory) WHERE m.id IN $ids SET m.created_at = $at", {"ids": ids[:5], "at": "x"}
+    )
+    docs = services.graph.get_memories(ids)
+    _assert_batched_lookup_agrees(services.graph, docs)
 
 
 def test_an_older_store_gets_its_ranges_and_a_restore_makes_them_again(api: Api, services: Services) -> None:
