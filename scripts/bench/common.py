@@ -55,6 +55,20 @@ def model_env() -> dict[str, str]:
     return {"AUTOMEM_EMBEDDING_MODEL_DIR": str(MODEL_DIR), "EMBEDDING_PROVIDER": "fastembed"}
 
 
+def category_words(env: dict[str, str]) -> str:
+    """Whether the embedded service started with `env` adds category words (a WordNet database at
+    its WORDNET_DIR), for the report: without it, recall on the quality benchmarks is lower
+    than the committed figures, which had it. Warns when off."""
+    from automem.settings import load_settings
+    from enrichment.categories import load as load_wordnet
+
+    directory = env.get("WORDNET_DIR", load_settings().wordnet_dir)
+    if load_wordnet(directory) is not None:
+        return "on"
+    log(f"WARNING: no WordNet at {directory!r}: category words are off (README: wordnet-base)")
+    return f"off (no WordNet at {directory!r})"
+
+
 def wait_for_health(url: str, proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

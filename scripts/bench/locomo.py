@@ -976,7 +976,8 @@ def with_service(
         ) as service:
             kept = f", data kept in {args.keep_data}" if args.keep_data else ""
             chosen = "".join(f", {k}={v}" for k, v in sorted(settings.items()))
-            return run(args, service, f"embedded (automem serve{kept}{chosen})")
+            words = common.category_words({**env, **settings})
+            return run(args, service, f"embedded (automem serve{kept}{chosen}; category words {words})")
     except KeyboardInterrupt:
         log("interrupted")
         return 130
