@@ -4,6 +4,8 @@ failures and the last error; the memories a job could not process."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import redis
 
 EMBEDDING_STATS_KEY = "automem:embedding:stats"
@@ -14,14 +16,15 @@ ENRICHMENT_STATS_KEY = "automem:enrichment:stats"
 FAILED_ITEMS_KEY = "automem:jobs:failed_items"
 
 
-def count_embedding(conn: redis.Redis | None, texts: int, failed: bool) -> None:
-    """Add one provider call to the shared counters; a Redis failure never fails the embedding."""
-    if conn is None:
+def add_embedding_counts(conn: redis.Redis | None, counts: Mapping[str, int]) -> None:
+    """Add provider calls, texts and errors to the shared counters; a Redis failure never fails
+    the embedding (the counts are then lost)."""
+    if conn is None or not counts:
         return
     try:
         pipe = conn.pipeline(transaction=False)
-        pipe.hincrby(EMBEDDING_STATS_KEY, "calls", 1)
-        pipe.hincrby(EMBEDDING_STATS_KEY, "errors" if failed else "texts", 1 if failed else texts)
+        for name, amount in counts.items():
+            pipe.hincrby(EMBEDDING_STATS_KEY, name, amount)
         pipe.execute()
     except redis.exceptions.RedisError:
         pass

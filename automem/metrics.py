@@ -130,6 +130,7 @@ class StoreCollector(Collector):
 
     def _counters(self) -> Iterator[Metric]:
         conn = self.svc.queue_redis
+        self.svc.embedder.flush()  # this process's own counts, which wait up to FLUSH_SECONDS
         embedding = decoded(conn.hgetall(EMBEDDING_STATS_KEY))
         for name, help_text in (
             ("calls", "Embedding provider calls."),

@@ -31,3 +31,7 @@ class EmbeddingProvider(abc.ABC):
 
     def embed_one(self, text: str) -> list[float]:
         return self.embed([text])[0]
+
+    def flush(self) -> None:
+        """Write out what the provider keeps in the process (its usage counts); nothing here."""
+        return None
