@@ -75,6 +75,7 @@ def run(queues: Sequence[str], *, burst: bool, cron: bool, reconcile_first: bool
     try:
         worker.work(burst=burst, with_scheduler=True, logging_level=svc.settings.log_level)
     finally:
+        svc.embedder.flush()  # the last half second's embedding counts
         if scheduler:
             scheduler[1].set()
             scheduler[0].join(timeout=5)
