@@ -10,6 +10,7 @@ import redis
 
 from automem.counters import add_embedding_counts
 from automem.embedding.base import EmbeddingProvider
+from automem.timers import timer_running
 
 # How long counts wait in the process before they are written to Redis (see MeteredEmbedder).
 FLUSH_SECONDS = 0.5
@@ -44,11 +45,7 @@ class MeteredEmbedder(EmbeddingProvider):
     def _count(self, **counts: int) -> None:
         with self._lock:
             self._waiting.update(calls=1, **counts)
-            # A timer thread does not survive a fork: a child sees it dead and starts its own.
-            if self._timer is None or not self._timer.is_alive():
-                self._timer = threading.Timer(FLUSH_SECONDS, self.flush)
-                self._timer.daemon = True
-                self._timer.start()
+            self._timer = timer_running(self._timer, FLUSH_SECONDS, self.flush)
 
     def flush(self) -> None:
         """Write the counts waiting in this process."""

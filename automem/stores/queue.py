@@ -30,6 +30,7 @@ from rq.job import Job, JobStatus
 
 from automem.jobnames import ENRICH_QUEUE, QUEUE_NAMES, JobName
 from automem.settings import Settings
+from automem.timers import timer_running
 
 log = logging.getLogger(__name__)
 
@@ -206,10 +207,7 @@ class JobQueue:
             room = DEFERRED_MAX_ENTRIES - len(self._deferred_embed) - len(self._deferred_enrich)
             self._deferred_embed.extend(embed[: max(room, 0)])
             self._deferred_enrich.extend(enrich[: max(room - len(embed), 0)])
-            if self._retry_timer is None or not self._retry_timer.is_alive():
-                self._retry_timer = threading.Timer(DEFERRED_RETRY_SECONDS, self._retry_deferred)
-                self._retry_timer.daemon = True
-                self._retry_timer.start()
+            self._retry_timer = timer_running(self._retry_timer, DEFERRED_RETRY_SECONDS, self._retry_deferred)
 
     def _retry_deferred(self) -> None:
         with self._deferred_lock:
