@@ -94,3 +94,36 @@ def test_a_failed_step_is_retried_from_the_pending_entries(
     assert services.sync.backlog() == 1  # read, unacknowledged, still in the stream
     assert services.sync.drain_once() == 1  # taken again from this consumer's pending entries
     assert services.sync.backlog() == 0
+
+
+def test_a_read_that_times_out_is_a_warning_and_loses_nothing(
+    api: Api, services: Services, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server busy past the socket timeout (a 1M import's writes did it) is no failure: the
+    loop warns, reads again, and applies the hand-off."""
+    import redis
+
+    [memory_id] = _store(api, 1)
+    calls = _counting_apply(services, monkeypatch)
+    read, timeouts = services.sync._read, []
+
+    def slow_once(pending: bool, block_ms: int = 0) -> Any:
+        if not timeouts:
+            timeouts.append(1)
+            raise redis.exceptions.TimeoutError("Timeout reading from socket")
+        return read(pending=pending, block_ms=block_ms)
+
+    monkeypatch.setattr(services.sync, "_read", slow_once)
+    _worker_side(services).request([memory_id], payload_only=True)
+    stop = threading.Event()
+    loop = threading.Thread(target=services.sync.run_forever, args=(stop,), kwargs={"block_ms": 100})
+    with caplog.at_level("WARNING", logger="automem.vectorsync"):
+        loop.start()
+        try:
+            _wait_empty(services)
+        finally:
+            stop.set()
+            loop.join(timeout=10)
+    assert timeouts and [i for call in calls for i in call] == [memory_id]
+    assert any("did not answer in time" in r.getMessage() for r in caplog.records)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
