@@ -374,27 +374,41 @@ _FIRST_WINDOW = timedelta(hours=1)
 _SEQUENCE_WINDOWS: tuple[timedelta | None, ...] = (_FIRST_WINDOW, timedelta(days=1), None)
 _SIDE_ORDER = {"<": "DESC", ">": "ASC"}
 _SIDE_PARAMS = {"<": ("lo_before", "hi_before"), ">": ("lo_after", "hi_after")}
-_NEIGHBOUR_QUERY = """
-MATCH (p:Memory)
-WHERE {window} p.seq_scope = $scope AND p.tenant = $tenant AND p.state = 'active' AND p.id <> $id
-  AND (p.timestamp {op} $ts OR (p.timestamp = $ts AND (p.created_at {op} $created
-       OR (p.created_at = $created AND p.id {op} $id))))
-RETURN '{op}' AS side, p.id AS id ORDER BY p.timestamp {order}, p.created_at {order}, p.id {order} LIMIT 1
-"""
 
 
-# `previous_in_sequence_many`: the first window's predecessor of each of `$rows` (the strict
-# comparisons of `_NEIGHBOUR_QUERY`, side "<"), and the ranges of `$scopes` ([tenant, key, n]).
+@functools.lru_cache(maxsize=4)  # every sequence look-up builds its query from these
+def _nearest_on_side(op: str, of: str) -> tuple[str, str]:
+    """(condition, order) that pick, among a scope's active memories, the one nearest on side
+    `op` ("<" before, ">" after) to the memory whose id, scope, tenant, ts and created are read
+    from `of` ("$" parameters, or "row." in an UNWIND): event time, then creation time, then id,
+    each compared strictly, so ties go one way."""
+    where = (
+        f"p.seq_scope = {of}scope AND p.tenant = {of}tenant AND p.state = 'active' AND p.id <> {of}id"
+        f" AND (p.timestamp {op} {of}ts OR (p.timestamp = {of}ts AND (p.created_at {op} {of}created"
+        f" OR (p.created_at = {of}created AND p.id {op} {of}id))))"
+    )
+    order = ", ".join(f"p.{key} {_SIDE_ORDER[op]}" for key in ("timestamp", "created_at", "id"))
+    return where, order
+
+
+def _neighbour_query(op: str, window: str) -> str:
+    """The nearest memory on side `op` of `$id` within `window` (a condition ending in AND)."""
+    where, order = _nearest_on_side(op, "$")
+    return (
+        f"MATCH (p:Memory) WHERE {window} {where}\nRETURN '{op}' AS side, p.id AS id ORDER BY {order} LIMIT 1"
+    )
+
+
+# `previous_in_sequence_many`: the first window's predecessor of each of `$rows` (the rows carry
+# the fields `_nearest_on_side` reads), and the ranges of `$scopes` ([tenant, key, n]).
+_PREVIOUS_WHERE, _PREVIOUS_ORDER = _nearest_on_side("<", "row.")
 _PREVIOUS_MANY = f"""
 UNWIND $rows AS row
 CALL {{
   WITH row
   MATCH (p:Memory)
-  WHERE p.{TIME_KEY} >= row.lo AND p.{TIME_KEY} <= row.hi AND p.seq_scope = row.scope
-    AND p.tenant = row.tenant AND p.state = 'active' AND p.id <> row.id
-    AND (p.timestamp < row.ts OR (p.timestamp = row.ts AND (p.created_at < row.created
-         OR (p.created_at = row.created AND p.id < row.id))))
-  RETURN p.id AS prev ORDER BY p.timestamp DESC, p.created_at DESC, p.id DESC LIMIT 1
+  WHERE p.{TIME_KEY} >= row.lo AND p.{TIME_KEY} <= row.hi AND {_PREVIOUS_WHERE}
+  RETURN p.id AS prev ORDER BY {_PREVIOUS_ORDER} LIMIT 1
 }}
 RETURN 'prev' AS kind, row.id AS key, prev AS value
 """
@@ -1356,14 +1370,7 @@ class GraphStore(
         at = epoch_us(str(doc.timestamp))
         missing = list(sides)
         for span in _SEQUENCE_WINDOWS:
-            parts = [
-                _NEIGHBOUR_QUERY.format(
-                    window=_side_window(op, at, span, params),
-                    op=op,
-                    order=_SIDE_ORDER[op],
-                )
-                for op in missing
-            ]
+            parts = [_neighbour_query(op, _side_window(op, at, span, params)) for op in missing]
             first = span == _SEQUENCE_WINDOWS[0]
             if first and with_links:
                 parts += _LINK_PARTS
