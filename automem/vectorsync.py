@@ -322,16 +322,16 @@ class VectorSync:
                 done = self.drain_once(block_ms=block_ms)
                 if 0 < done < self.batch and linger_seconds > 0:
                     stop.wait(linger_seconds)
-            except redis.exceptions.TimeoutError:
-                # A server busy past the socket timeout (a 1M import's writes did it): nothing is
-                # lost, the entries wait in the stream for the next read.
-                log.warning("vector sync drain: Redis did not answer in time; retrying")
-                stop.wait(2.0)
-            except Exception:
+            except Exception as exc:
                 if stop.is_set():
                     log.debug("vector sync drain interrupted by the shutdown", exc_info=True)
                     return
-                log.exception("vector sync drain failed; retrying")
+                if isinstance(exc, redis.exceptions.TimeoutError):
+                    # A server busy past the socket timeout (a 1M import's writes did it): nothing
+                    # is lost, the entries wait in the stream for the next read.
+                    log.warning("vector sync drain: Redis did not answer in time; retrying")
+                else:
+                    log.exception("vector sync drain failed; retrying")
                 stop.wait(2.0)
 
     def backlog(self) -> int:
