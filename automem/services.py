@@ -79,6 +79,7 @@ class Services:
             return dict(counts)
 
     def close(self) -> None:
+        self.embedder.flush()  # the embedding counts still waiting in this process
         self.events.close()
         if self.vectors is not None:
             self.vectors.close()
