@@ -24,6 +24,8 @@ BENCHMARKS = {
     "dashboard": "dashboard.py",
     "embedding": "embedding.py",
     "vector-layout": "vector_layout.py",
+    "vector-engines": "vector_engines.py",
+    "store-memory": "store_memory.py",
     "walks": "walks.py",
     "sequence": "sequence.py",
     "setting-ab": "setting_ab.py",
@@ -77,7 +79,10 @@ def add_bench(sub: Subparsers) -> None:
         "LongMemEval_S haystacks, ingest and drain time), load (speed and memory at 10k/100k; --tenants), "
         "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
         "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
-        "(graph writes and searches with the embedding on the memory or its own node), walks (one pass over "
+        "(graph writes and searches with the embedding on the memory or its own node), vector-engines "
+        "(where the nearest-neighbour search could run: FalkorDB's HNSW, Edge exact, Edge's own HNSW; "
+        "speed, recall, memory), store-memory (what a kept store holds in FalkorDB and in the Edge "
+        "shard, per memory), walks (one pass over "
         "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), sequence (enrichment's "
         "sequence lookup for a memory written as it happens, with and without the scopes' time ranges), "
         "setting-ab (one setting's values in turn on one store: recall and single writes)",
