@@ -284,8 +284,9 @@ def test_patch_content_requeues_embedding_and_syncs_payload(api: Api, services: 
     jobs()
     after_jobs = services.vectors.retrieve([memory_id], with_vectors=True)[0]
     assert after_jobs.vector != before.vector
+    # Within the Edge shard's half precision; a different text's vector is ~0.05 away per component.
     assert after_jobs.vector == pytest.approx(
-        services.embedder.embed_one("completely different words"), abs=1e-5
+        services.embedder.embed_one("completely different words"), abs=1e-3
     )
     assert after_jobs.payload["rev"] == graph_doc(services, memory_id).rev
     assert graph_doc(services, memory_id).embedding_hash == graph_doc(services, memory_id).content_hash

@@ -46,7 +46,7 @@ def open_vector_store(settings: Settings) -> VectorStore:
     if settings.resolved_vector_backend() == "edge":
         from automem.stores.vectors.qdrant_edge import EdgeVectorStore
 
-        return EdgeVectorStore(settings.edge_path())
+        return EdgeVectorStore(settings.edge_path(), settings.edge_vector_datatype)
 
     from automem.stores.vectors.qdrant_server import QdrantVectorStore
 

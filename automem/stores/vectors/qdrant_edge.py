@@ -14,13 +14,14 @@ Semantics shared with `QdrantVectorStore` (the contract tests hold both to them)
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import qdrant_edge as qe
 
@@ -55,6 +56,12 @@ _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
 
 # Edge writes this file on create; it is the only place the shard's vector size is readable.
 _CONFIG_FILE = "edge_config.json"
+Datatype = Literal["float16", "float32"]
+_DATATYPES: dict[str, qe.VectorStorageDatatype] = {
+    "float16": qe.VectorStorageDatatype.Float16,
+    "float32": qe.VectorStorageDatatype.Float32,
+}
+log = logging.getLogger(__name__)
 
 
 class _TenantMix:
@@ -108,8 +115,9 @@ class EdgeVectorStore(VectorStore):
 
     backend = "edge"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, datatype: Datatype = "float16") -> None:
         self.path = path
+        self.datatype = datatype  # of the dense vectors of a shard created here (one on disk keeps its own)
         self._shard: qe.EdgeShard | None = None
         self._dimension: int | None = None
         self.encoder = Bm25Encoder()
@@ -156,7 +164,9 @@ class EdgeVectorStore(VectorStore):
     def _create(self, dimension: int) -> qe.EdgeShard:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
+            vectors=qe.EdgeVectorParams(
+                size=dimension, distance=qe.Distance.Cosine, datatype=_DATATYPES[self.datatype]
+            ),
             sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         return qe.EdgeShard.create(self.path, config)
@@ -180,6 +190,20 @@ class EdgeVectorStore(VectorStore):
                 )
             self._ensure_sparse(shard)
             self._ensure_indexes(shard)
+            stored = self.stored_datatype()
+            if stored != self.datatype:
+                log.info(
+                    "the Qdrant Edge shard at %s stores %s vectors; %s applies to a new shard "
+                    "(a restore makes one: `automem backup`, then `automem restore`)",
+                    self.path,
+                    stored,
+                    self.datatype,
+                )
+
+    def stored_datatype(self) -> str:
+        """The dense vectors' type in the shard on disk (shards made before the setting: float32)."""
+        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
+        return str(config.get("vectors", {}).get("", {}).get("datatype", "float32"))
 
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
         existing = shard.info().payload_schema
