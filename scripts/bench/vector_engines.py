@@ -45,10 +45,11 @@ CHUNK = 1000
 QUERIES = 50
 K_PLAIN = 240
 K_FILTERED = 100
-ENGINES = ("falkordb-hnsw", "edge-exact", "edge-hnsw-f32", "edge-hnsw-int8")
+ENGINES = ("falkordb-hnsw", "edge-exact", "edge-hnsw-f32", "edge-hnsw-int8", "edge-exact-f16")
 ENGINE_HELP = {
     "falkordb-hnsw": "FalkorDB's HNSW (M 16, efConstruction 64), the vector on a node property",
-    "edge-exact": "an Edge shard as embedded mode keeps it (appendable segments, no HNSW): exact search",
+    "edge-exact": "an Edge shard as embedded mode kept it (appendable segments, no HNSW), float32: exact",
+    "edge-exact-f16": "the same with float16 vectors (AUTOMEM_EDGE_VECTOR_DATATYPE's default since stop 51)",
     "edge-hnsw-f32": "an Edge shard after optimize(): HNSW (m 16, ef_construct 64, payload_m 16), float32",
     "edge-hnsw-int8": "the same with int8 scalar quantisation in RAM, float32 originals on disk, rescored",
 }
@@ -185,6 +186,8 @@ def run_edge(engine: str, size: int, where: Path) -> dict[str, Any]:
 
     hnsw = qe.HnswIndexConfig(m=16, ef_construct=64, full_scan_threshold=10000, payload_m=16)
     params: dict[str, Any] = {"size": DIM, "distance": qe.Distance.Cosine}
+    if engine == "edge-exact-f16":
+        params["datatype"] = qe.VectorStorageDatatype.Float16
     if engine == "edge-hnsw-int8":
         params["memory"] = qe.Memory.Cold
         params["quantization_config"] = qe.ScalarQuantizationConfig(
@@ -203,7 +206,7 @@ def run_edge(engine: str, size: int, where: Path) -> dict[str, Any]:
         shard.update(qe.UpdateOperation.upsert_points(points))
     shard.flush()
     result: dict[str, Any] = {"insert_per_s": round(size / (time.perf_counter() - started))}
-    if engine != "edge-exact":
+    if engine.startswith("edge-hnsw"):
         started = time.perf_counter()
         with ticking() as longest_wait:
             shard.optimize()
@@ -335,7 +338,11 @@ def render(report: dict[str, Any]) -> str:
         "",
         f"Command: `{meta['command']}`. " + (__doc__ or "").split("\n\n")[1].replace("\n", " "),
         "",
-        *[f"- **{name}**: {text}" for name, text in ENGINE_HELP.items()],
+        *[
+            f"- **{name}**: {text}"
+            for name, text in ENGINE_HELP.items()
+            if name in {r["engine"] for r in report["rows"]}
+        ],
         "",
         "A Python thread that wakes every 10 ms ran beside `optimize()`; its longest wait says "
         "whether the build lets the owning process serve anything meanwhile (Edge holds the GIL). "
@@ -368,6 +375,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000")
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    parser.add_argument("--name", default="vector_engines", help="report file name (<name>.json, .md)")
     parser.add_argument("--child", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
