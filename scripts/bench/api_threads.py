@@ -20,7 +20,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.common import ROOT, command_line, embedded_service, git_commit, log, machine_info
+from scripts.bench.common import (
+    ROOT,
+    command_line,
+    embedded_service,
+    git_commit,
+    log,
+    machine_info,
+    report_title,
+)
 from scripts.bench.load import Corpus, batch_posts, recall_runs, single_posts
 
 QUIET = {"EMBEDDING_PROVIDER": "hash", "ENRICHMENT_ENABLED": "false"}
@@ -48,7 +56,7 @@ def measure(data: Path, threads: int, corpus: Corpus, start: int, rounds: int) -
 def render(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [
-        f"# API threads ({meta['date']}, {meta['machine']['cores']} cores, commit {meta['git_commit']})",
+        report_title("API threads", meta),
         "",
         f"Command: `{meta['command']}`",
         "",

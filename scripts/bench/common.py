@@ -226,21 +226,34 @@ def process_role(cmd: str) -> str:
     return cmd.split()[0] if cmd else "?"
 
 
+MEMORY_FIELDS = ("VmRSS", "VmHWM", "RssAnon", "RssFile")
+
+
+def status_mb(pid: int | str = "self") -> dict[str, float]:
+    """A process's resident memory from /proc/<pid>/status, in MB: VmRSS, its peak VmHWM, and
+    RssAnon / RssFile (anonymous, and file-backed: mapped files, which the kernel may drop).
+    Empty when the process is gone."""
+    fields: dict[str, float] = {}
+    with suppress(OSError):
+        for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            mb = _kb_to_mb(value.strip()) if key in MEMORY_FIELDS else None
+            if mb is not None:
+                fields[key] = mb
+    return fields
+
+
 def memory_of(sid: int) -> list[dict[str, Any]]:
     """Resident memory (now and peak) of every process of the service's session, in MB."""
     rows = []
     for pid, cmd in session_processes(sid):
-        status: dict[str, str] = {}
-        with suppress(OSError):
-            for line in (Path("/proc") / str(pid) / "status").read_text().splitlines():
-                key, _, value = line.partition(":")
-                status[key] = value.strip()
+        status = status_mb(pid)
         rows.append(
             {
                 "pid": pid,
                 "role": process_role(cmd),
-                "rss_mb": _kb_to_mb(status.get("VmRSS")),
-                "peak_rss_mb": _kb_to_mb(status.get("VmHWM")),
+                "rss_mb": status.get("VmRSS"),
+                "peak_rss_mb": status.get("VmHWM"),
             }
         )
     return sorted(rows, key=lambda r: (r["role"], r["pid"]))
@@ -347,6 +360,11 @@ def run_meta(script: str, **extra: Any) -> dict[str, Any]:
         "command": f"python scripts/bench/{script} " + " ".join(sys.argv[1:]),
         **extra,
     }
+
+
+def report_title(title: str, meta: dict[str, Any]) -> str:
+    """A report's first line: what it measured, when, on how many cores, at which commit."""
+    return f"# {title} ({meta['date']}, {meta['machine']['cores']} cores, commit {meta['git_commit']})"
 
 
 def write_report(

@@ -34,7 +34,7 @@ from automem.embedded import EmbeddedFalkorDB
 from enrichment.context import use_services
 from enrichment.worker import run_burst
 from scripts.bench import locomo
-from scripts.bench.common import ROOT, git_commit, log, machine_info, percentiles
+from scripts.bench.common import ROOT, git_commit, log, machine_info, percentiles, report_title
 from scripts.bench.load import Corpus
 from tests.conftest import API_TOKEN, make_settings
 
@@ -168,7 +168,7 @@ def screenshots(app: Any, paths: dict[str, str], target: Path) -> list[str]:
 def render(report: dict[str, Any]) -> str:
     meta, pages_ = report["meta"], report["pages"]
     lines = [
-        f"# Dashboard pages ({meta['date']}, {meta['machine']['cores']} cores, commit {meta['git_commit']})",
+        report_title("Dashboard pages", meta),
         "",
         f"Command: `{meta['command']}`. Store: {report['store']['total']:,} memories "
         f"({report['store']['locomo_turns']:,} LoCoMo turns{', enriched' if meta['enriched'] else ''}, "

@@ -36,7 +36,7 @@ import numpy as np
 
 from automem.embedding.fastembed import FastEmbedProvider
 from scripts.bench import locomo
-from scripts.bench.common import MODEL_DIR, ROOT, log, run_meta, write_report
+from scripts.bench.common import MODEL_DIR, ROOT, log, report_title, run_meta, write_report
 
 DATA = ROOT.parent / "shared" / "data"
 Embed = Callable[[Sequence[str]], list[list[float]]]
@@ -176,8 +176,7 @@ def main() -> int:
 def render(report: dict[str, Any]) -> str:
     meta, effect = report["meta"], report["window_effect"]
     lines = [
-        f"# Embedding throughput ({meta['date']}, {meta['machine']['cores']} cores, "
-        f"commit {meta['git_commit']})",
+        report_title("Embedding throughput", meta),
         "",
         f"Command: `{meta['command']}`. Model: {meta['model']} (the shipped one), one process, "
         "onnxruntime's default threads. Texts per second over a seeded sample of each corpus.",

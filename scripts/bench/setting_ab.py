@@ -23,7 +23,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.common import ROOT, cpu_seconds, embedded_service, log, run_meta, write_report
+from scripts.bench.common import (
+    ROOT,
+    cpu_seconds,
+    embedded_service,
+    log,
+    report_title,
+    run_meta,
+    write_report,
+)
 from scripts.bench.load import Corpus, batch_bodies, batch_posts, recall_runs, single_posts, wait_drained
 
 ROLES = ("api", "falkordb", "worker")
@@ -82,7 +90,7 @@ def summary(results: Sequence[dict[str, Any]], values: Sequence[str]) -> dict[st
 def render(report: dict[str, Any]) -> str:
     meta, setting = report["meta"], report["meta"]["setting"]
     lines = [
-        f"# {setting}: A/B ({meta['date']}, {meta['machine']['cores']} cores, commit {meta['git_commit']})",
+        report_title(f"{setting}: A/B", meta),
         "",
         f"Command: `{meta['command']}`",
         "",

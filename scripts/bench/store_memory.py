@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from automem.embedded import EmbeddedFalkorDB
 from automem.stores.graph import VECTOR_LABEL
-from scripts.bench.common import ROOT, run_meta, write_report
+from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
 
 GRAPH = "memories"
 
@@ -136,15 +136,6 @@ def shard_files(shard: Path) -> dict[str, float]:
     return {k: round(v, 1) for k, v in sizes.items()}
 
 
-def status_mb() -> dict[str, float]:
-    fields = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return fields
-
-
 def shard_child(shard: Path, out: Path) -> int:
     """In a process of its own: load a copy of the shard, run exact searches, report its memory."""
     import qdrant_edge as qe
@@ -239,7 +230,7 @@ def render(report: dict[str, Any]) -> str:
     return (
         "\n".join(
             [
-                f"# What a store holds in memory, per memory ({meta['date']}, commit {meta['git_commit']})",
+                report_title("What a store holds in memory, per memory", meta),
                 "",
                 f"Command: `{meta['command'].split(' --about')[0]}`. {meta.get('about', '')}",
                 "",

@@ -34,7 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.common import ROOT, log, percentiles, run_meta, write_report
+from scripts.bench.common import ROOT, log, percentiles, report_title, run_meta, status_mb, write_report
 
 DIM = 384
 SEED = 20251129
@@ -123,15 +123,6 @@ def _kind_masks(
 
 
 # --- measuring inside the child ---------------------------------------------------------------
-
-
-def status_mb(pid: int | str = "self") -> dict[str, float]:
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-            fields[key] = round(int(value.split()[0]) / 1024, 1)
-    return fields
 
 
 def disk_mb(path: Path) -> float:
@@ -333,8 +324,7 @@ def measure(engine: str, size: int, truth: dict[str, list[set[int]]]) -> dict[st
 def render(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [
-        f"# Where the nearest-neighbour search could run ({meta['date']}, {meta['machine']['cores']} cores, "
-        f"commit {meta['git_commit']})",
+        report_title("Where the nearest-neighbour search could run", meta),
         "",
         f"Command: `{meta['command']}`. " + (__doc__ or "").split("\n\n")[1].replace("\n", " "),
         "",

