@@ -377,9 +377,7 @@ def main() -> int:
         truth = exact_answers(size)
         for engine in args.engines.split(","):
             rows.append(measure(engine, size, truth))
-    return write_report(
-        args.out, "vector_engines", {"meta": run_meta("vector_engines.py"), "rows": rows}, render
-    )
+    return write_report(args.out, args.name, {"meta": run_meta("vector_engines.py"), "rows": rows}, render)
 
 
 if __name__ == "__main__":
