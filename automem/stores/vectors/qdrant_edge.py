@@ -150,9 +150,13 @@ class EdgeVectorStore(VectorStore):
                 ) from exc
             raise ConfigurationError(f"cannot open the Qdrant Edge shard at {self.path}: {exc}") from exc
 
+    def _config(self) -> dict[str, Any]:
+        """The shard's configuration as Edge wrote it (see _CONFIG_FILE)."""
+        config: dict[str, Any] = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
+        return config
+
     def _read_config(self) -> int:
-        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
-        params = config.get("vectors", {}).get("")
+        params = self._config().get("vectors", {}).get("")
         if not params:
             raise ConfigurationError(f"the Qdrant Edge shard at {self.path} has no default dense vector")
         if params.get("distance") != "Cosine":
@@ -173,8 +177,7 @@ class EdgeVectorStore(VectorStore):
 
     def _ensure_sparse(self, shard: qe.EdgeShard) -> None:
         """Shards created before the keyword channel lack the sparse vector: add it."""
-        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
-        if SPARSE_NAME not in (config.get("sparse_vectors") or {}):
+        if SPARSE_NAME not in (self._config().get("sparse_vectors") or {}):
             shard.update(qe.UpdateOperation.create_sparse_vector(SPARSE_NAME, modifier=qe.Modifier.Idf))
 
     def ensure_collection(self, dimension: int) -> None:
@@ -202,8 +205,7 @@ class EdgeVectorStore(VectorStore):
 
     def stored_datatype(self) -> str:
         """The dense vectors' type in the shard on disk (shards made before the setting: float32)."""
-        config = json.loads((Path(self.path) / _CONFIG_FILE).read_text())
-        return str(config.get("vectors", {}).get("", {}).get("datatype", "float32"))
+        return str(self._config().get("vectors", {}).get("", {}).get("datatype", "float32"))
 
     def _ensure_indexes(self, shard: qe.EdgeShard) -> None:
         existing = shard.info().payload_schema
