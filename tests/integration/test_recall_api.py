@@ -438,7 +438,9 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     exact = services.vectors.search(list(query), 10, flt.vector_filter(), with_payload=False)
     graph = services.graph.nearest(list(query), 40, flt, 10)
     assert [i for i, _ in graph] == [h.id for h in exact] and corpus["tabs"] not in dict(graph)
-    assert [round(s, 4) for _, s in graph] == [round(h.score, 4) for h in exact]
+    # The graph holds float32 vectors, the Edge shard float16 ones (AUTOMEM_EDGE_VECTOR_DATATYPE):
+    # the same cosine to within 1e-3.
+    assert [s for _, s in graph] == pytest.approx([h.score for h in exact], abs=1e-3)
 
     params = {"query": "database transactions", "limit": 3, "expand_relations": False}
     before = recall(api, **params)
@@ -453,7 +455,7 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     after = recall(api, **params)
     assert asked and contents(after) == contents(before)
     assert [r["score"] for r in after["results"]] == pytest.approx(
-        [r["score"] for r in before["results"]], abs=1e-4
+        [r["score"] for r in before["results"]], abs=1e-3
     )
     asked.clear()
     # One memory carries the tag: the payload index says so, and the exact search answers alone.

@@ -102,4 +102,5 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
         assert payload["rev"] == doc.rev and payload["state"] == "active"
         expected_vector = svc.embedder.embed_one(content)
         assert points[memory_id].vector is not None
-        assert max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True)) < 1e-4
+        # Within the shard's float16 precision; another text's vector is ~0.05 away per component.
+        assert max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True)) < 1e-3
