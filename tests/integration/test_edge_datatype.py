@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from automem.settings import Settings
 from automem.stores.vectors import VectorPoint, open_vector_store
-from automem.stores.vectors.qdrant_edge import EdgeVectorStore
+from automem.stores.vectors.qdrant_edge import HALF_PRECISION, EdgeVectorStore
 
 DIM = 16
-STORED = 1e-3  # 11 significant bits: a unit vector's component or a cosine is within this
+STORED = HALF_PRECISION
 TIE = 2 * STORED  # two memories whose true scores differ by less may swap places
 
 

@@ -13,6 +13,7 @@ from automem.embedded import EmbeddedFalkorDB
 from automem.record import MemoryRecord
 from automem.services import Services
 from automem.settings import Settings
+from automem.stores.vectors.qdrant_edge import HALF_PRECISION
 from tests.conftest import ADMIN_TOKEN, Api, make_settings
 
 
@@ -286,7 +287,7 @@ def test_patch_content_requeues_embedding_and_syncs_payload(api: Api, services: 
     assert after_jobs.vector != before.vector
     # Within the Edge shard's half precision; a different text's vector is ~0.05 away per component.
     assert after_jobs.vector == pytest.approx(
-        services.embedder.embed_one("completely different words"), abs=1e-3
+        services.embedder.embed_one("completely different words"), abs=HALF_PRECISION
     )
     assert after_jobs.payload["rev"] == graph_doc(services, memory_id).rev
     assert graph_doc(services, memory_id).embedding_hash == graph_doc(services, memory_id).content_hash

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from automem.services import Services
+from automem.stores.vectors.qdrant_edge import HALF_PRECISION
 from tests.conftest import Api
 
 
@@ -439,8 +440,8 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     graph = services.graph.nearest(list(query), 40, flt, 10)
     assert [i for i, _ in graph] == [h.id for h in exact] and corpus["tabs"] not in dict(graph)
     # The graph holds float32 vectors, the Edge shard float16 ones (AUTOMEM_EDGE_VECTOR_DATATYPE):
-    # the same cosine to within 1e-3.
-    assert [s for _, s in graph] == pytest.approx([h.score for h in exact], abs=1e-3)
+    # the same cosine to within HALF_PRECISION.
+    assert [s for _, s in graph] == pytest.approx([h.score for h in exact], abs=HALF_PRECISION)
 
     params = {"query": "database transactions", "limit": 3, "expand_relations": False}
     before = recall(api, **params)
@@ -455,7 +456,7 @@ def test_beyond_the_exact_search_limit_the_graph_index_answers_alike(
     after = recall(api, **params)
     assert asked and contents(after) == contents(before)
     assert [r["score"] for r in after["results"]] == pytest.approx(
-        [r["score"] for r in before["results"]], abs=1e-3
+        [r["score"] for r in before["results"]], abs=HALF_PRECISION
     )
     asked.clear()
     # One memory carries the tag: the payload index says so, and the exact search answers alone.

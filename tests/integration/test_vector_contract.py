@@ -35,15 +35,14 @@ from automem.stores.vectors import (
     open_vector_store,
 )
 from automem.stores.vectors.base import payload_matches
-from automem.stores.vectors.qdrant_edge import EdgeVectorStore
+from automem.stores.vectors.qdrant_edge import HALF_PRECISION, EdgeVectorStore
 from automem.stores.vectors.qdrant_server import QdrantVectorStore
 from automem.validation import as_unit_float
 
 DIM = 4
 NOW = "2025-06-01T00:00:00+00:00"
-# Edge shards keep half-precision vectors by default (AUTOMEM_EDGE_VECTOR_DATATYPE): 11 significant
-# bits, so a stored component or a score is within this of the exact one.
-STORED = 1e-3
+# Edge shards keep half-precision vectors by default (AUTOMEM_EDGE_VECTOR_DATATYPE).
+STORED = HALF_PRECISION
 
 
 @dataclass

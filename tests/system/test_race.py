@@ -20,6 +20,7 @@ from automem.app import create_app, stop_app
 from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
 from automem.settings import Settings
+from automem.stores.vectors.qdrant_edge import HALF_PRECISION
 from tests.conftest import Api, make_settings
 from tests.stack import wait_until
 
@@ -103,4 +104,7 @@ def test_patch_right_after_post_survives_the_worker(live_app: Flask) -> None:
         expected_vector = svc.embedder.embed_one(content)
         assert points[memory_id].vector is not None
         # Within the shard's float16 precision; another text's vector is ~0.05 away per component.
-        assert max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True)) < 1e-3
+        assert (
+            max(abs(a - b) for a, b in zip(points[memory_id].vector, expected_vector, strict=True))
+            < HALF_PRECISION
+        )

@@ -61,6 +61,9 @@ _DATATYPES: dict[str, qe.VectorStorageDatatype] = {
     "float16": qe.VectorStorageDatatype.Float16,
     "float32": qe.VectorStorageDatatype.Float32,
 }
+# What a float16 shard keeps of a unit vector's component or of a cosine (11 significant bits):
+# vectors read back and scores are within this of the float32 ones.
+HALF_PRECISION = 1e-3
 log = logging.getLogger(__name__)
 
 
