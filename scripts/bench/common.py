@@ -362,6 +362,20 @@ def run_meta(script: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def run_child(script: str, *args: str) -> dict[str, Any]:
+    """Run `script` again in a process of its own (so what it measures, its memory above all, is
+    its own) with `args` and `--child-out FILE`; the JSON it wrote there."""
+    fd, name = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    out = Path(name)
+    try:
+        subprocess.run([sys.executable, script, *args, "--child-out", str(out)], check=True)
+        result: dict[str, Any] = json.loads(out.read_text())
+        return result
+    finally:
+        out.unlink(missing_ok=True)
+
+
 def report_title(title: str, meta: dict[str, Any]) -> str:
     """A report's first line: what it measured, when, on how many cores, at which commit."""
     return f"# {title} ({meta['date']}, {meta['machine']['cores']} cores, commit {meta['git_commit']})"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from automem.embedded import EmbeddedFalkorDB
 from automem.stores.graph import VECTOR_LABEL
-from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
+from scripts.bench.common import ROOT, report_title, run_child, run_meta, status_mb, write_report
 
 GRAPH = "memories"
 
@@ -160,13 +159,7 @@ def shard_child(shard: Path, out: Path) -> int:
 
 def measure_shard(data_dir: Path) -> dict[str, Any]:
     shard = next((data_dir / "qdrant-edge").iterdir())
-    out = Path(tempfile.mkstemp(suffix=".json")[1])
-    subprocess.run(
-        [sys.executable, __file__, "--shard-child", str(shard), "--child-out", str(out)], check=True
-    )
-    result = json.loads(out.read_text())
-    out.unlink()
-    return {"files_mb": shard_files(shard), **result}
+    return {"files_mb": shard_files(shard), **run_child(__file__, "--shard-child", str(shard))}
 
 
 def _row(name: str, mb: float, memories: int) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +33,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from scripts.bench.common import ROOT, log, percentiles, report_title, run_meta, status_mb, write_report
+from scripts.bench.common import (
+    ROOT,
+    log,
+    percentiles,
+    report_title,
+    run_child,
+    run_meta,
+    status_mb,
+    write_report,
+)
 
 DIM = 384
 SEED = 20251129
@@ -309,12 +317,8 @@ def score(searches: dict[str, Any], truth: dict[str, list[set[int]]]) -> None:
 
 
 def measure(engine: str, size: int, truth: dict[str, list[set[int]]]) -> dict[str, Any]:
-    out = Path(tempfile.mkstemp(suffix=".json")[1])
-    command = [sys.executable, __file__, "--child", engine, "--size", str(size), "--child-out", str(out)]
     started = time.perf_counter()
-    subprocess.run(command, check=True)
-    result = json.loads(out.read_text())
-    out.unlink()
+    result = run_child(__file__, "--child", engine, "--size", str(size))
     score(result["searches"], truth)
     result.update(engine=engine, size=size, wall_s=round(time.perf_counter() - started, 1))
     log(f"{engine} at {size:,}: {result}")
