@@ -68,15 +68,16 @@ log = logging.getLogger(__name__)
 
 
 class _TenantMix:
-    """The tenants the shard holds, as far as a keyword search needs to know them: up to two
-    values (None for a point without a tenant), or None until read from the shard.
+    """The tenants the shard holds, as far as a search needs to know them: up to two values
+    (None for a point without a tenant), or None until read from the shard.
 
-    Why: a BM25 search with a tenant IDF scope costs Edge twice an unscoped one, and while the
-    tenant is alone in the shard both give the same scores (a contract test holds them to it).
-    The owner of the shard sees every write, so it adds each write's tenants here instead of
-    asking the engine per search. After a delete the unscoped IDF still counts the deleted
-    points until the shard is opened again (the scoped one does not), so from then on every
-    scope is kept until `reset`."""
+    Why: while one tenant is alone in the shard, a condition on it selects every point, and
+    Edge is faster without it: a keyword search's IDF scope that is that tenant alone costs twice
+    an unscoped search, a tenant and tag scope several times the tag scope alone, with the same
+    scores (a contract test holds them to it). The owner of the shard sees every write, so it
+    adds each write's tenants here instead of asking the engine per search. After a delete the
+    unscoped IDF still counts the deleted points until the shard is opened again (a corpus
+    filter does not), so from then on a tenant-only scope is kept until `reset`."""
 
     def __init__(self) -> None:
         self.known: set[Any] | None = None
@@ -90,9 +91,10 @@ class _TenantMix:
         if self.known is not None and len(self.known) < 2:
             self.known.update(tenants)
 
-    def alone(self, shard: qe.EdgeShard, tenant: str) -> bool:
-        if self.deleted:
-            return False
+    def only(self, shard: qe.EdgeShard, tenant: str) -> bool:
+        """Whether every point of the shard is the tenant's. Deletes cannot add a tenant, so
+        this holds after them too: a corpus filter left with its other conditions still
+        counts live points only (unlike the unscoped statistics)."""
         if self.known is None:
             self.known = self._read(shard)
         return self.known == {tenant}
@@ -365,15 +367,20 @@ class EdgeVectorStore(VectorStore):
         if dimension is None or limit <= 0:
             return []
         check_dimension(vector, dimension)
-        return self._query(
-            qe.QueryRequest(
-                limit=limit,
-                query=qe.Query.Nearest(list(vector)),
-                filter=_filter(flt),
-                score_threshold=score_threshold,
-                with_payload=with_payload,
+        with self._lock:
+            shard = self._open_existing()
+            if shard is None:
+                return []
+            hits = shard.query(
+                qe.QueryRequest(
+                    limit=limit,
+                    query=qe.Query.Nearest(list(vector)),
+                    filter=_filter(self._without_lone_tenant(shard, flt)),
+                    score_threshold=score_threshold,
+                    with_payload=with_payload,
+                )
             )
-        )
+        return _hits(hits)
 
     def keyword_search(
         self,
@@ -401,22 +408,29 @@ class EdgeVectorStore(VectorStore):
             )
         return _hits(hits)
 
+    def _without_lone_tenant(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
+        """`flt` without its tenant condition while every point of the shard is that tenant's:
+        the same points, and Edge's per-point checks skip a condition that selects them all
+        (an exact search of one project's 15k points in a 300k shard: 8.2 ms with it, 6.2
+        without; a keyword search's IDF corpus, below, several times more)."""
+        if flt is None:
+            return None
+        tenant, rest = _split_tenant(flt)
+        return rest if tenant is not None and self._tenants.only(shard, tenant) else flt
+
     def _idf_params(self, shard: qe.EdgeShard, idf_scope: Filter | None) -> qe.SearchParams | None:
-        """The IDF corpus, left out when it is one tenant that is alone in the shard."""
+        """The IDF corpus, without its tenant condition while that tenant is alone in the shard
+        (a tag scope of half of 1M points: 60 ms with it, 7 ms without), and no corpus at all
+        when nothing else is left and nothing was deleted since the shard opened (the unscoped
+        statistics count deleted points until then; a corpus filter counts live ones)."""
         if idf_scope is None:
             return None
-        tenant = _tenant_only(idf_scope)
-        if tenant is not None and self._tenants.alone(shard, tenant):
-            return None
-        return qe.SearchParams(idf=qe.IdfParams(corpus=_filter(idf_scope)))
-
-    def _query(self, request: qe.QueryRequest) -> list[VectorHit]:
-        with self._lock:
-            shard = self._open_existing()
-            if shard is None:
-                return []
-            hits = shard.query(request)
-        return _hits(hits)
+        corpus = self._without_lone_tenant(shard, idf_scope)
+        if corpus == Filter():
+            if not self._tenants.deleted:
+                return None
+            corpus = idf_scope
+        return qe.SearchParams(idf=qe.IdfParams(corpus=_filter(corpus)))
 
     def count(self, flt: Filter | None = None, exact: bool = True) -> int:
         with self._lock:
@@ -477,15 +491,14 @@ def _older_than(rev: int) -> qe.Filter:
 
 
 # --- translation ----------------------------------------------------------------------------------
-def _tenant_only(scope: Filter) -> str | None:
-    """The tenant when `scope` is exactly "this one tenant", else None."""
-    if scope.should or scope.must_not or len(scope.must) != 1:
-        return None
-    [cond] = scope.must
-    if isinstance(cond, Match) and cond.field == "tenant" and len(cond.values) == 1:
-        value = cond.values[0]
-        return value if isinstance(value, str) else None
-    return None
+def _split_tenant(flt: Filter) -> tuple[str | None, Filter]:
+    """The one tenant `flt` requires (a single tenant condition among its `must`, one value)
+    and the filter without that condition; else None and `flt` unchanged."""
+    tenants = [c for c in flt.must if isinstance(c, Match) and c.field == "tenant"]
+    if len(tenants) != 1 or len(tenants[0].values) != 1 or not isinstance(tenants[0].values[0], str):
+        return None, flt
+    must = tuple(c for c in flt.must if c is not tenants[0])
+    return tenants[0].values[0], Filter(must=must, should=flt.should, must_not=flt.must_not)
 
 
 def _hits(hits: Sequence[Any]) -> list[VectorHit]:
