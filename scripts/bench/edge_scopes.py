@@ -77,17 +77,8 @@ def build(path: Path, size: int) -> EdgeVectorStore:
 
 
 def scope_filter(tag: str) -> RecallFilter:
-    return RecallFilter.build(
-        tenant="default",
-        now=NOW,
-        tags=[tag],
-        tag_mode="any",
-        tag_match="prefix",
-        exclude_tags=[],
-        types=[],
-        window=None,
-        state_mode="current",
-    )
+    """Recall's filter for one tag prefix of the default tenant, valid now (its defaults)."""
+    return RecallFilter(tenant="default", now=NOW, tags=(tag,))
 
 
 def kept_keyword(store: EdgeVectorStore, text: str, flt: RecallFilter) -> list[VectorHit]:

@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -367,20 +367,15 @@ class EdgeVectorStore(VectorStore):
         if dimension is None or limit <= 0:
             return []
         check_dimension(vector, dimension)
-        with self._lock:
-            shard = self._open_existing()
-            if shard is None:
-                return []
-            hits = shard.query(
-                qe.QueryRequest(
-                    limit=limit,
-                    query=qe.Query.Nearest(list(vector)),
-                    filter=_filter(self._without_lone_tenant(shard, flt)),
-                    score_threshold=score_threshold,
-                    with_payload=with_payload,
-                )
+        return self._run(
+            lambda shard: qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(list(vector)),
+                filter=_filter(self._without_lone_tenant(shard, flt)),
+                score_threshold=score_threshold,
+                with_payload=with_payload,
             )
-        return _hits(hits)
+        )
 
     def keyword_search(
         self,
@@ -393,19 +388,24 @@ class EdgeVectorStore(VectorStore):
         query = self.encoder.query(text)
         if not query.indices or limit <= 0:
             return []
-        with self._lock:  # one hold: the tenant mix read and the search see one state
+        return self._run(
+            lambda shard: qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(query, using=SPARSE_NAME),
+                filter=_filter(flt),
+                params=self._idf_params(shard, idf_scope),
+                with_payload=with_payload,
+            )
+        )
+
+    def _run(self, request_for: Callable[[qe.EdgeShard], qe.QueryRequest]) -> list[VectorHit]:
+        """The query `request_for` makes for the open shard, under one hold of the lock: the
+        tenant mix it reads and the search see one state."""
+        with self._lock:
             shard = self._open_existing()
             if shard is None:
                 return []
-            hits = shard.query(
-                qe.QueryRequest(
-                    limit=limit,
-                    query=qe.Query.Nearest(query, using=SPARSE_NAME),
-                    filter=_filter(flt),
-                    params=self._idf_params(shard, idf_scope),
-                    with_payload=with_payload,
-                )
-            )
+            hits = shard.query(request_for(shard))
         return _hits(hits)
 
     def _without_lone_tenant(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
