@@ -411,8 +411,8 @@ class EdgeVectorStore(VectorStore):
     def _without_lone_tenant(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
         """`flt` without its tenant condition while every point of the shard is that tenant's:
         the same points, and Edge's per-point checks skip a condition that selects them all
-        (an exact search of one project's 15k points in a 300k shard: 8.2 ms with it, 6.2
-        without; a keyword search's IDF corpus, below, several times more)."""
+        (an exact search of one project's 50k points in a 1M shard: 30.6 ms with it, 28.6
+        without; a keyword search's IDF corpus, below, gains far more: benchmarks/edge_scopes.md)."""
         if flt is None:
             return None
         tenant, rest = _split_tenant(flt)
