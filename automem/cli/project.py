@@ -83,8 +83,9 @@ def add_bench(sub: Subparsers) -> None:
         "(graph writes and searches with the embedding on the memory or its own node), vector-engines "
         "(where the nearest-neighbour search could run: FalkorDB's HNSW, Edge exact, Edge's own HNSW; "
         "speed, recall, memory), store-memory (what a kept store holds in FalkorDB and in the Edge "
-        "shard, per memory), edge-scopes (what a one-tenant store's tenant condition costs the Edge "
-        "shard's keyword and exact searches), walks (one pass over "
+        "shard, per memory), edge-scopes (what the conditions that select every point of a one-tenant "
+        "store, its tenant and active-and-valid-now, cost the Edge shard's keyword and exact "
+        "searches), walks (one pass over "
         "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), sequence (enrichment's "
         "sequence lookup for a memory written as it happens, with and without the scopes' time ranges), "
         "setting-ab (one setting's values in turn on one store: recall and single writes)",

@@ -1,13 +1,16 @@
-"""What a one-tenant store's tenant condition costs the Edge shard's searches, per store size.
+"""What the conditions that select every point cost a one-tenant store's Edge searches.
 
-Recall sends every Edge search the tenant's condition: in the filter, and in the keyword search's
-IDF scope beside the tag scope. While one tenant holds every point of the shard, the condition
-selects them all. This times each search as it was sent before (the condition kept) and as the
-shard sends it now (`EdgeVectorStore` leaves it out while the tenant is alone), on a shard of
-N memories of the load benchmark's corpus (its words, tags and 384-d vectors), for the two tag
-scopes of the load benchmark's tag-prefix recall: all of `slack` (half the store) and one
-project (a twentieth). Both forms return the same points and scores
-(tests/integration/test_edge_tenant_mix.py); the report checks it on every query too.
+Recall sends every Edge search the tenant's condition (in the filter, and in the keyword
+search's IDF scope beside the tag scope) and "active and valid now" (`state = active`, and no
+`t_valid` after now or `t_invalid` before it). In a store of one tenant whose memories are all
+active and carry no validity bounds, these conditions select every point. This times each
+search as it was sent before (the conditions kept) and as the shard sends it now
+(`EdgeVectorStore` leaves out the tenant's condition while the tenant is alone, and the others
+while no point is inactive or bounded), on a shard of N memories of the load benchmark's corpus
+(its words, tags and 384-d vectors), for the two tag scopes of the load benchmark's tag-prefix
+recall: all of `slack` (half the store) and one project (a twentieth). Both forms return the
+same points and scores (tests/integration/test_edge_tenant_mix.py); the report checks it on
+every query too.
 
     python scripts/bench/edge_scopes.py --sizes 100000,1000000
 """
@@ -82,7 +85,7 @@ def scope_filter(tag: str) -> RecallFilter:
 
 
 def kept_keyword(store: EdgeVectorStore, text: str, flt: RecallFilter) -> list[VectorHit]:
-    """The keyword search as sent before: the IDF corpus with the tenant condition."""
+    """The keyword search as sent before: every condition in the filter and the IDF corpus."""
     assert store._shard is not None
     request = qe.QueryRequest(
         limit=LIMIT,
@@ -95,7 +98,7 @@ def kept_keyword(store: EdgeVectorStore, text: str, flt: RecallFilter) -> list[V
 
 
 def kept_nearest(store: EdgeVectorStore, vector: list[float], flt: RecallFilter) -> list[VectorHit]:
-    """The exact vector search as sent before: the filter with the tenant condition."""
+    """The exact vector search as sent before: every condition in the filter."""
     assert store._shard is not None
     request = qe.QueryRequest(
         limit=LIMIT, query=qe.Query.Nearest(vector), filter=_filter(flt.vector_filter()), with_payload=False
@@ -170,7 +173,9 @@ def measure(store: EdgeVectorStore) -> dict[str, Any]:
 
 def render(report: dict[str, Any]) -> str:
     lines = [
-        report_title("The tenant condition in a one-tenant Edge shard's searches", report["meta"]),
+        report_title(
+            "Conditions that select every point, in a one-tenant Edge shard's searches", report["meta"]
+        ),
         "",
         f"Command: `{report['meta']['command']}`. {QUERIES} load-benchmark queries a row, limit {LIMIT}, "
         "p50 / p95 ms, in one process with the shard (no service).",

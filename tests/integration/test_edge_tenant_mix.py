@@ -1,7 +1,8 @@
 """The Edge shard leaves a lone tenant's condition out of a keyword search's IDF scope (the whole
 scope when it is that tenant alone); this holds it to giving the scores the scope gives, whatever
 sequence of writes, deletes and reopenings came before, with and without a tag in the scope;
-and a vector search's filter without that condition finds the same points.
+and a search's filter without that condition, and without "active and valid now" while every
+point is active and unbounded, finds the same points with the same scores.
 
 The oracle is the same search with the scope written so that no shortcut recognises it (the
 tenant condition twice), which Edge always evaluates as a corpus filter. This property found
@@ -20,12 +21,33 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from automem.stores.vectors import Filter, Match, VectorPoint
+from automem.stores.vectors import Filter, Match, Range, VectorPoint
 from automem.stores.vectors.qdrant_edge import EdgeVectorStore
 
 _WORDS = ["alpha", "beta", "gamma", "delta"]
 _TENANTS = ["a", "b", None]
 _TAGS = [("x",), ("x", "y"), ("y",), ()]
+_NOW = "2026-01-01T00:00:00+00:00"
+_PAST, _FUTURE = "2025-01-01T00:00:00Z", "2027-01-01T00:00:00Z"
+_ACTIVE: dict[str, object] = {"state": "active"}
+# Mostly active and unbounded, so that runs of writes keep the shortcut on before one turns it off.
+_STATES: list[dict[str, object]] = [
+    _ACTIVE,
+    _ACTIVE,
+    _ACTIVE,
+    {"state": "deleted"},
+    {},
+    {"state": "active", "t_valid": _FUTURE},
+    {"state": "active", "t_valid": _PAST},
+    {"state": "active", "t_invalid": _PAST},
+    {"state": "active", "t_invalid": _FUTURE, "t_valid": None},
+]
+_SETS: list[dict[str, object]] = [
+    {"state": "deleted"},
+    {"state": "active"},
+    {"t_invalid": _PAST},
+    {"tenant": "b"},
+]
 
 
 def _id(n: int) -> str:
@@ -33,9 +55,14 @@ def _id(n: int) -> str:
 
 
 def _point(
-    n: int, tenant: str | None, words: list[str], rev: int, tags: tuple[str, ...] = ("x",)
+    n: int,
+    tenant: str | None,
+    words: list[str],
+    rev: int,
+    tags: tuple[str, ...] = ("x",),
+    state: dict[str, object] = _ACTIVE,
 ) -> VectorPoint:
-    payload: dict[str, object] = {"rev": rev, "tag_prefixes": list(tags)}
+    payload: dict[str, object] = {"rev": rev, "tag_prefixes": list(tags), **state}
     if tenant is not None:
         payload["tenant"] = tenant
     return VectorPoint(id=_id(n), vector=[1.0, 0.0, 0.0, 0.0], payload=payload, text=" ".join(words))
@@ -47,15 +74,17 @@ _write = st.tuples(
     st.sampled_from(_TENANTS),
     st.lists(st.sampled_from(_WORDS), min_size=1),
     st.sampled_from(_TAGS),
+    st.sampled_from(_STATES),
 )
+_set = st.tuples(st.just("set"), st.integers(0, 7), st.sampled_from(_SETS))
 _delete = st.tuples(st.just("delete"), st.integers(0, 7))
 _retag = st.tuples(st.just("retag"), st.integers(0, 7), st.sampled_from(_TENANTS))
 _reopen = st.tuples(st.just("reopen"))
-_ops = st.lists(st.one_of(_write, _write, _delete, _retag, _reopen), max_size=12)
+_ops = st.lists(st.one_of(_write, _write, _delete, _retag, _set, _reopen), max_size=12)
 
 
-def _scores(store: EdgeVectorStore, scope: Filter) -> list[tuple[str, float]]:
-    hits = store.keyword_search("alpha gamma", 20, scope, scope)
+def _scores(store: EdgeVectorStore, flt: Filter, scope: Filter) -> list[tuple[str, float]]:
+    hits = store.keyword_search("alpha gamma", 20, flt, scope)
     return sorted((h.id, round(h.score, 5)) for h in hits)
 
 
@@ -63,13 +92,26 @@ def _nearest(store: EdgeVectorStore, flt: Filter) -> list[str]:
     return sorted(h.id for h in store.search([1.0, 0.0, 0.0, 0.0], 20, flt))
 
 
+def _current(disguised: bool) -> tuple[tuple[Match, ...], tuple[Range | Filter, ...]]:
+    """Recall's "active and valid now" conditions, or the same written so no shortcut sees them."""
+    bounds = (Range("t_valid", gt=_NOW, kind="datetime"), Range("t_invalid", lte=_NOW, kind="datetime"))
+    if disguised:
+        return (Match("state", ("active", "active")),), (Filter(should=bounds),)
+    return (Match("state", ("active",)),), bounds
+
+
 def _check(store: EdgeVectorStore) -> None:
     for tenant in ("a", "b"):
         for tags in ((), (Match("tag_prefixes", ("x",)),)):
-            recognised = Filter(must=(Match("tenant", (tenant,)), *tags))
-            disguised = Filter(must=(Match("tenant", (tenant,)), Match("tenant", (tenant,)), *tags))
-            assert _scores(store, recognised) == _scores(store, disguised)
-            assert _nearest(store, recognised) == _nearest(store, disguised)
+            for current in (False, True):
+                found = []
+                for disguised in (False, True):
+                    tenants = (Match("tenant", (tenant,)),) * (2 if disguised else 1)
+                    active, bounds = _current(disguised) if current else ((), ())
+                    flt = Filter(must=(*tenants, *tags, *active), must_not=bounds)
+                    scope = Filter(must=(*tenants, *tags))
+                    found.append((_scores(store, flt, scope), _nearest(store, flt)))
+                assert found[0] == found[1], (tenant, tags, current)
 
 
 @hypothesis_settings(max_examples=60, deadline=None)
@@ -83,9 +125,11 @@ def test_a_lone_tenants_scores_match_the_scoped_search(ops: list[tuple]) -> None
         try:
             for op in ops:
                 if op[0] == "write":
-                    _, n, tenant, words, tags = op
+                    _, n, tenant, words, tags, state = op
                     revs[n] = revs.get(n, 0) + 1
-                    store.upsert([_point(n, tenant, words, revs[n], tags)])
+                    store.upsert([_point(n, tenant, words, revs[n], tags, state)])
+                elif op[0] == "set" and op[1] in revs:
+                    store.set_payload_values([(_id(op[1]), revs[op[1]], op[2])])
                 elif op[0] == "delete":
                     store.delete([_id(op[1])])
                 elif op[0] == "retag" and op[1] in revs:
@@ -105,11 +149,33 @@ def test_a_second_tenant_turns_the_scope_back_on(tmp_path: Path) -> None:
     store = EdgeVectorStore(str(tmp_path / "shard"))
     store.ensure_collection(4)
     store.upsert([_point(n, "a", ["alpha", "beta"][: 1 + n % 2], 1) for n in range(4)])
-    alone = _scores(store, Filter(must=(Match("tenant", ("a",)),)))
+    scope = Filter(must=(Match("tenant", ("a",)),))
+    alone = _scores(store, scope, scope)
     store.upsert([_point(n, "b", ["alpha", "alpha"], 1) for n in range(10, 16)])
     _check(store)
-    assert _scores(store, Filter(must=(Match("tenant", ("a",)),))) == alone
+    assert _scores(store, scope, scope) == alone
     store.close()
     store = EdgeVectorStore(str(tmp_path / "shard"))
+    _check(store)
+    store.close()
+
+
+def test_an_inactive_or_bounded_point_turns_the_conditions_back_on(tmp_path: Path) -> None:
+    """The example behind the states: every point active and unbounded, then one deleted by a
+    partial payload write, then one written already expired, then a reopen."""
+    store = EdgeVectorStore(str(tmp_path / "shard"))
+    store.ensure_collection(4)
+    store.upsert([_point(n, "a", ["alpha"], 1) for n in range(3)])
+    active, bounds = _current(disguised=False)
+    current = Filter(must=(Match("tenant", ("a",)), *active), must_not=bounds)
+    assert _nearest(store, current) == [_id(0), _id(1), _id(2)]
+    store.set_payload_values([(_id(1), 1, {"state": "deleted"})])
+    assert _nearest(store, current) == [_id(0), _id(2)]
+    store.upsert([_point(5, "a", ["alpha"], 1, state={"state": "active", "t_invalid": _PAST})])
+    assert _nearest(store, current) == [_id(0), _id(2)]
+    _check(store)
+    store.close()
+    store = EdgeVectorStore(str(tmp_path / "shard"))
+    assert _nearest(store, current) == [_id(0), _id(2)]
     _check(store)
     store.close()

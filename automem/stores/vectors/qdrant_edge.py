@@ -113,6 +113,51 @@ class _TenantMix:
         return known
 
 
+VALIDITY_FIELDS = ("t_valid", "t_invalid")
+_ACTIVE = Match("state", ("active",))
+
+
+class _PointStates:
+    """Whether any point of the shard is not active (its `state` is anything but "active", or
+    absent) and whether any carries a validity bound (`t_valid` or `t_invalid`); None until
+    read from the shard.
+
+    Why: recall's filter asks for active points valid now, and in a shard where every point is
+    active and unbounded those conditions select every point, yet Edge checks them point by
+    point: an exact search of one project's points with them took 3.6x as long as with the tag
+    condition alone (benchmarks/edge_scopes.md). Like the tenant mix, the owner updates this on
+    every write; a flag once raised stays raised until the shard is opened again (deletes and
+    state changes back to active do not lower it), which only keeps a condition."""
+
+    def __init__(self) -> None:
+        self.inactive: bool | None = None
+        self.bounded: bool | None = None
+
+    def reset(self) -> None:
+        self.inactive = self.bounded = None
+
+    def written(self, fields: Sequence[dict[str, Any]], whole: bool = True) -> None:
+        """Payloads written: whole ones, or (`whole` False) the fields a partial write sets."""
+        for payload in fields:
+            if (whole or "state" in payload) and payload.get("state") != "active":
+                self.inactive = True if self.inactive is not None else None
+            if any(payload.get(f) is not None for f in VALIDITY_FIELDS):
+                self.bounded = True if self.bounded is not None else None
+
+    def read(self, shard: qe.EdgeShard) -> tuple[bool, bool]:
+        """(inactive, bounded), counted in the shard once per opening."""
+        if self.inactive is None:
+            self.inactive = _counts_any(shard, Filter(must_not=(_ACTIVE,)))
+        if self.bounded is None:
+            bounded = tuple(Filter(must_not=(IsNull(f),)) for f in VALIDITY_FIELDS)
+            self.bounded = _counts_any(shard, Filter(should=bounded))
+        return self.inactive, self.bounded
+
+
+def _counts_any(shard: qe.EdgeShard, flt: Filter) -> bool:
+    return int(shard.count(qe.CountRequest(exact=True, filter=_filter(flt)))) > 0
+
+
 class EdgeVectorStore(VectorStore):
     """The shard at `path`, opened in the constructor when it exists (else by `ensure_collection`).
 
@@ -130,6 +175,7 @@ class EdgeVectorStore(VectorStore):
         # queries no faster than one), and the lock keeps close/drop from racing a running call.
         self._lock = threading.RLock()
         self._tenants = _TenantMix()
+        self._states = _PointStates()
         with self._lock:
             self._open_existing()
 
@@ -237,6 +283,7 @@ class EdgeVectorStore(VectorStore):
 
     def _release(self, flush: bool) -> None:
         self._tenants.reset()
+        self._states.reset()
         if self._shard is not None:
             if flush:
                 self._shard.flush()
@@ -266,6 +313,7 @@ class EdgeVectorStore(VectorStore):
             # Writes are durable in the WAL without flush() (a killed process loses nothing), and a
             # flush per call costs ~9 ms, so segments are flushed on close() only.
             self._tenants.written([p.payload.get("tenant") for p in points])
+            self._states.written([p.payload for p in points])
             for operation in operations:
                 shard.update(operation)
 
@@ -299,6 +347,7 @@ class EdgeVectorStore(VectorStore):
             for operation in self._keyword_updates(shard, [p for p in latest if p.text]):
                 shard.update(operation)
             self._tenants.written([p.payload.get("tenant") for p in latest])
+            self._states.written([p.payload for p in latest])
             for operation in payloads:
                 shard.update(operation)
 
@@ -315,6 +364,7 @@ class EdgeVectorStore(VectorStore):
             if shard is None:
                 return
             self._tenants.written([f["tenant"] for _, _, f in values if "tenant" in f])
+            self._states.written([f for _, _, f in values], whole=False)
             for operation in operations:
                 shard.update(operation)
 
@@ -371,7 +421,7 @@ class EdgeVectorStore(VectorStore):
             lambda shard: qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(list(vector)),
-                filter=_filter(self._without_lone_tenant(shard, flt)),
+                filter=_filter(self._simplified(shard, flt)),
                 score_threshold=score_threshold,
                 with_payload=with_payload,
             )
@@ -392,7 +442,7 @@ class EdgeVectorStore(VectorStore):
             lambda shard: qe.QueryRequest(
                 limit=limit,
                 query=qe.Query.Nearest(query, using=SPARSE_NAME),
-                filter=_filter(flt),
+                filter=_filter(self._simplified(shard, flt)),
                 params=self._idf_params(shard, idf_scope),
                 with_payload=with_payload,
             )
@@ -408,15 +458,20 @@ class EdgeVectorStore(VectorStore):
             hits = shard.query(request_for(shard))
         return _hits(hits)
 
-    def _without_lone_tenant(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
-        """`flt` without its tenant condition while every point of the shard is that tenant's:
-        the same points, and Edge's per-point checks skip a condition that selects them all
-        (an exact search of one project's 50k points in a 1M shard: 30.6 ms with it, 28.6
-        without; a keyword search's IDF corpus, below, gains far more: benchmarks/edge_scopes.md)."""
+    def _simplified(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
+        """`flt` without the conditions that select every point of the shard: the tenant's
+        while it is alone (`_TenantMix`), `state = active` while every point is active and the
+        validity exclusions while no point carries a bound (`_PointStates`). The same points,
+        and Edge skips checks it would make per point: an exact search of one project's 50k
+        points in a 1M shard, or a keyword search's IDF corpus, which gains far more
+        (benchmarks/edge_scopes.md)."""
         if flt is None:
             return None
         tenant, rest = _split_tenant(flt)
-        return rest if tenant is not None and self._tenants.only(shard, tenant) else flt
+        if tenant is None or not self._tenants.only(shard, tenant):
+            rest = flt
+        inactive, bounded = self._states.read(shard)
+        return _without_state_conditions(rest, active=not inactive, bounds=not bounded)
 
     def _idf_params(self, shard: qe.EdgeShard, idf_scope: Filter | None) -> qe.SearchParams | None:
         """The IDF corpus, without its tenant condition while that tenant is alone in the shard
@@ -425,7 +480,7 @@ class EdgeVectorStore(VectorStore):
         statistics count deleted points until then; a corpus filter counts live ones)."""
         if idf_scope is None:
             return None
-        corpus = self._without_lone_tenant(shard, idf_scope)
+        corpus = self._simplified(shard, idf_scope)
         if corpus == Filter():
             if not self._tenants.deleted:
                 return None
@@ -499,6 +554,16 @@ def _split_tenant(flt: Filter) -> tuple[str | None, Filter]:
         return None, flt
     must = tuple(c for c in flt.must if c is not tenants[0])
     return tenants[0].values[0], Filter(must=must, should=flt.should, must_not=flt.must_not)
+
+
+def _without_state_conditions(flt: Filter, active: bool, bounds: bool) -> Filter:
+    """`flt` without its `state = active` condition (`active`) and without the exclusions by a
+    validity bound (`bounds`)."""
+    must = tuple(c for c in flt.must if not (active and c == _ACTIVE))
+    must_not = tuple(
+        c for c in flt.must_not if not (bounds and isinstance(c, Range) and c.field in VALIDITY_FIELDS)
+    )
+    return Filter(must=must, should=flt.should, must_not=must_not)
 
 
 def _hits(hits: Sequence[Any]) -> list[VectorHit]:
