@@ -33,12 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import qdrant_edge as qe
 
+from automem.record import MemoryRecord
 from automem.stores.recall_filter import RecallFilter
 from automem.stores.vectors.base import Filter, VectorHit, VectorPoint
 from automem.stores.vectors.bm25 import SPARSE_NAME
 from automem.stores.vectors.qdrant_edge import EdgeVectorStore, _filter, _hits
-from automem.tags import tag_prefixes
-from automem.vectorsync import keyword_text
+from automem.vectorsync import keyword_text, payload_for
 from scripts.bench.common import ROOT, log, progress, report_title, run_meta, write_report
 from scripts.bench.load import PROJECTS, Corpus
 
@@ -49,22 +49,11 @@ LIMIT = 60  # RECALL_CANDIDATES: what each channel asks for
 
 
 def point(corpus: Corpus, n: int) -> VectorPoint:
+    """The load corpus's memory `n` as the service writes its point (its payload, its words)."""
     m = corpus.memory(n)
-    payload = {
-        "tags": m["tags"],
-        "tag_prefixes": tag_prefixes(m["tags"]),
-        "type": m["type"],
-        "importance": m["importance"],
-        "timestamp": m["timestamp"],
-        "t_valid": None,
-        "t_invalid": None,
-        "state": "active",
-        "tenant": "default",
-        "rev": 1,
-    }
-    return VectorPoint(
-        str(uuid.UUID(int=n + 1)), m["embedding"], payload, keyword_text(m["content"], m["timestamp"])
-    )
+    fields = ("content", "type", "tags", "importance", "timestamp")
+    doc = MemoryRecord.from_props({"id": str(uuid.UUID(int=n + 1)), **{k: m[k] for k in fields}})
+    return VectorPoint(doc.id, m["embedding"], payload_for(doc), keyword_text(doc.content, doc.timestamp))
 
 
 def build(path: Path, size: int) -> EdgeVectorStore:
