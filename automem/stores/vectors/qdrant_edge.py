@@ -139,11 +139,12 @@ class _PointStates:
 
     def written(self, fields: Sequence[dict[str, Any]], whole: bool = True) -> None:
         """Payloads written: whole ones, or (`whole` False) the fields a partial write sets."""
+        # Unread flags stay unread: the read counts the shard with these writes in it.
         for payload in fields:
-            if (whole or "state" in payload) and payload.get("state") != "active":
-                self.inactive = True if self.inactive is not None else None
-            if any(payload.get(f) is not None for f in VALIDITY_FIELDS):
-                self.bounded = True if self.bounded is not None else None
+            if self.inactive is False and (whole or "state" in payload) and payload.get("state") != "active":
+                self.inactive = True
+            if self.bounded is False and any(payload.get(f) is not None for f in VALIDITY_FIELDS):
+                self.bounded = True
 
     def read(self, shard: qe.EdgeShard) -> tuple[bool, bool]:
         """(inactive, bounded), counted in the shard once per opening."""
@@ -313,8 +314,7 @@ class EdgeVectorStore(VectorStore):
             ]
             # Writes are durable in the WAL without flush() (a killed process loses nothing), and a
             # flush per call costs ~9 ms, so segments are flushed on close() only.
-            self._tenants.written([p.payload.get("tenant") for p in points])
-            self._states.written([p.payload for p in points])
+            self._written([p.payload for p in points])
             for operation in operations:
                 shard.update(operation)
 
@@ -347,10 +347,15 @@ class EdgeVectorStore(VectorStore):
             # to update a missing point's vectors, so only stored points are asked.
             for operation in self._keyword_updates(shard, [p for p in latest if p.text]):
                 shard.update(operation)
-            self._tenants.written([p.payload.get("tenant") for p in latest])
-            self._states.written([p.payload for p in latest])
+            self._written([p.payload for p in latest])
             for operation in payloads:
                 shard.update(operation)
+
+    def _written(self, payloads: Sequence[dict[str, Any]], whole: bool = True) -> None:
+        """Tell the shard's trackers what a write stores: whole payloads, or (`whole` False) the
+        fields a partial write sets."""
+        self._tenants.written([p.get("tenant") for p in payloads if whole or "tenant" in p])
+        self._states.written(payloads, whole)
 
     def set_payload_values(self, values: Sequence[tuple[str, int, dict[str, Any]]]) -> None:
         operations = [
@@ -364,8 +369,7 @@ class EdgeVectorStore(VectorStore):
             shard = self._open_existing()
             if shard is None:
                 return
-            self._tenants.written([f["tenant"] for _, _, f in values if "tenant" in f])
-            self._states.written([f for _, _, f in values], whole=False)
+            self._written([f for _, _, f in values], whole=False)
             for operation in operations:
                 shard.update(operation)
 
