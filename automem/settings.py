@@ -574,16 +574,19 @@ class Settings(BaseSettings):
         "and one that leaves too few of the HNSW candidates falls back to it. 0: always exact.",
     )
     recall_index_candidate_cost: float = _setting(
-        20.0,
+        60.0,
         "RECALL_INDEX_CANDIDATE_COST",
         "recall",
         "Embedded mode, beyond RECALL_EXACT_SEARCH_LIMIT: what one candidate of the graph's HNSW "
-        "search costs (the search, the join to its memory and the filter: ~10 us at 100k) in points "
-        "of the Edge shard's exact filtered search (0.3-1.4 us a point). A filtered recall asks the "
-        "index for enough candidates that twice the wanted pass the filter (more for a narrower "
-        "share of the store) only when that many candidates cost less than the exact search of "
-        "the filter's points; otherwise it searches exactly (docs/performance.md, \"A filter's "
-        'share of the store"). 0: the index whenever the store is beyond the limit.',
+        "search costs (the search, the join to its memory and the filter: ~10 us) in points of "
+        "the Edge shard's exact search under a filter its payload index answers alone (one "
+        "condition, ~0.2 us a point at 1M); a point whose conditions are checked one by one "
+        "counts CHECKED_POINT_WEIGHT (3) points. A filtered recall asks the index for enough "
+        "candidates that twice the wanted pass the filter (more for a narrower share of the "
+        "store) only when that many candidates cost less than the exact search of the filter's "
+        "points; otherwise it searches exactly (docs/performance.md, \"A filter's share of the "
+        'store" and "The exact search\'s cost per point"). 0: the index whenever the store is '
+        "beyond the limit.",
     )
     recall_rerank_model_dir: str | None = _setting(
         None,

@@ -301,17 +301,20 @@ class RecallEngine:
         share of the store shrinks (half the store: twice the candidates). 0 (the exact search)
         up to RECALL_EXACT_SEARCH_LIMIT points in the store or in the filter, and when that
         many candidates, at RECALL_INDEX_CANDIDATE_COST points each, cost more than the exact
-        search of the filter's points: a narrow share of a large store (a time window of two
-        months in a year of 100k memories) was asked of the index for twice the candidates,
-        most failed the filter, and the exact search ran after it anyway."""
+        search of the filter's points, each weighed by what the shard still checks on it
+        (`exact_point_weight`): a narrow share of a large store (a time window of two months in
+        a year of 100k memories) was asked of the index for twice the candidates, most failed
+        the filter, and the exact search ran after it anyway."""
         if not self._beyond_exact_search():
             return 0
+        assert self.svc.vectors is not None
         selected = self._scope_points(vector_filter)
         if selected <= self.svc.settings.recall_exact_search_limit:
             return 0
         candidates = math.ceil(fetch * ANN_OVERFETCH * max(self._points, selected) / selected)
         cost = self.svc.settings.recall_index_candidate_cost
-        return candidates if candidates * cost <= selected else 0
+        exact_cost = selected * self.svc.vectors.exact_point_weight(vector_filter)
+        return candidates if candidates * cost <= exact_cost else 0
 
     def _scope_points(self, vector_filter: Filter) -> int:
         """How many points the filter selects, estimated for its `must` conditions alone (an

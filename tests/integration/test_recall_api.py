@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from automem.services import Services
-from automem.stores.vectors.qdrant_edge import HALF_PRECISION
+from automem.stores.vectors.qdrant_edge import CHECKED_POINT_WEIGHT, HALF_PRECISION
 from tests.conftest import Api
 
 
@@ -506,6 +506,19 @@ def test_a_filter_s_share_of_the_store_sets_the_index_over_fetch_or_the_exact_se
     chosen = answers(cost)
     assert chosen["plain"] == (exact["plain"], [2 * fetch])
     assert chosen["db"] == (exact["db"], [])
+    # That holds for a filter the shard's payload index answers alone (one tenant, every memory
+    # active: only the tag is left). A filter checked point by point weighs each point more
+    # (CHECKED_POINT_WEIGHT), and the same cost asks the index.
+    weighed: list[Any] = []
+    real_weight = services.vectors.exact_point_weight
+    monkeypatch.setattr(
+        services.vectors,
+        "exact_point_weight",
+        lambda f: weighed.append(real_weight(f)) or CHECKED_POINT_WEIGHT,
+    )
+    checked = answers(cost)
+    assert checked["db"] == (exact["db"], [math.ceil(2 * fetch * points / 2)])
+    assert weighed and set(weighed) == {1.0}
 
 
 def test_a_scope_s_point_estimate_is_kept_and_a_stale_one_still_answers_right(

@@ -264,6 +264,13 @@ class VectorStore(abc.ABC):
         payload indexes (constant time, where the exact count is linear in the matches; may be
         off when several conditions combine)."""
 
+    def exact_point_weight(self, flt: Filter | None) -> float:
+        """What one point of an exact search under `flt` costs, relative to a point the
+        engine's payload index selects with nothing left to check (1.0). Recall weighs the
+        exact search against the graph's HNSW index with it (`RecallEngine._index_candidates`);
+        only the Edge shard is searched exactly, so other backends keep 1.0."""
+        return 1.0
+
     @abc.abstractmethod
     def scroll(
         self,

@@ -20,6 +20,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +47,7 @@ from automem.stores.vectors.base import (
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
+from automem.timeutil import parse_iso
 
 _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
     "keyword": qe.PayloadSchemaType.Keyword,
@@ -115,45 +117,104 @@ class _TenantMix:
 
 VALIDITY_FIELDS = ("t_valid", "t_invalid")
 _ACTIVE = Match("state", ("active",))
+# An exact search whose filter comes down to one condition on an indexed field reads its points
+# from the payload index and checks nothing more; with any further condition each of those
+# points' payload is read and checked. At 1M (benchmarks/edge_scopes.md, float16 shard) one
+# project's 50k points took 31.2 ms with the four conditions of a recall and 10.4 ms with the
+# tag's alone; all of `slack`, 180 against 68 ms.
+CHECKED_POINT_WEIGHT = 3.0
 
 
 class _PointStates:
     """Whether any point of the shard is not active (its `state` is anything but "active", or
-    absent) and whether any carries a validity bound (`t_valid` or `t_invalid`); None until
-    read from the shard.
+    absent), and the earliest and latest moment each validity bound (`t_valid`, `t_invalid`)
+    holds among the points; None until read from the shard.
 
-    Why: recall's filter asks for active points valid now, and in a shard where every point is
-    active and unbounded those conditions select every point, yet Edge checks them point by
-    point: an exact search of one project's 50k points in a 1M shard took 31 ms with them and
-    the tenant's, 10 ms without (benchmarks/edge_scopes.md). Like the tenant mix, the owner
-    updates this on every write; a flag once raised stays raised until the shard is opened
-    again (deletes and state changes back to active do not lower it), which only keeps a
-    condition."""
+    Why: recall's filter asks for active points valid now (`state = active`, no `t_valid`
+    after now, no `t_invalid` at or before it). Where every point is active, and no point's
+    `t_valid` is later than now nor its `t_invalid` already past (the service sets `t_valid`
+    to a memory's time, so nearly every point has one), these conditions select every point,
+    yet Edge checks them point by point: an exact search of one project's 50k points in a 1M
+    shard took 31 ms with them and the tenant's, 10 ms without (benchmarks/edge_scopes.md).
+    Like the tenant mix, the owner updates this on every write; the flag once raised stays
+    raised and a span only widens until the shard is opened again (deletes and state changes
+    back to active do not narrow them), which only ever keeps a condition."""
 
     def __init__(self) -> None:
         self.inactive: bool | None = None
-        self.bounded: bool | None = None
+        self.spans: dict[str, _Span | None] | None = None
 
     def reset(self) -> None:
-        self.inactive = self.bounded = None
+        self.inactive = self.spans = None
 
     def written(self, fields: Sequence[dict[str, Any]], whole: bool = True) -> None:
         """Payloads written: whole ones, or (`whole` False) the fields a partial write sets."""
-        # Unread flags stay unread: the read counts the shard with these writes in it.
+        # Unread facts stay unread: the read counts the shard with these writes in it.
         for payload in fields:
             if self.inactive is False and (whole or "state" in payload) and payload.get("state") != "active":
                 self.inactive = True
-            if self.bounded is False and any(payload.get(f) is not None for f in VALIDITY_FIELDS):
-                self.bounded = True
+            if self.spans is not None:
+                for field in VALIDITY_FIELDS:
+                    self.spans[field] = _widened(self.spans[field], _micros(payload.get(field)))
 
-    def read(self, shard: qe.EdgeShard) -> tuple[bool, bool]:
-        """(inactive, bounded), counted in the shard once per opening."""
+    def read(self, shard: qe.EdgeShard) -> tuple[bool, dict[str, _Span | None]]:
+        """(inactive, spans), read from the shard once per opening."""
         if self.inactive is None:
             self.inactive = _counts_any(shard, Filter(must_not=(_ACTIVE,)))
-        if self.bounded is None:
-            bounded = tuple(Filter(must_not=(IsNull(f),)) for f in VALIDITY_FIELDS)
-            self.bounded = _counts_any(shard, Filter(should=bounded))
-        return self.inactive, self.bounded
+        if self.spans is None:
+            self.spans = {field: _span(shard, field) for field in VALIDITY_FIELDS}
+        return self.inactive, self.spans
+
+
+# The earliest and latest moment a payload field holds, in microseconds since the epoch (the
+# unit of Edge's datetime index).
+_Span = tuple[int, int]
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(value: Any) -> int | None:
+    """A datetime payload value as Edge orders it; None when absent or not a moment."""
+    if value is None:
+        return None
+    try:
+        moment = parse_iso(str(value))
+    except ValueError:
+        return None
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _widened(span: _Span | None, micros: int | None) -> _Span | None:
+    if micros is None:
+        return span
+    return (micros, micros) if span is None else (min(span[0], micros), max(span[1], micros))
+
+
+def _span(shard: qe.EdgeShard, field: str) -> _Span | None:
+    """The field's earliest and latest value among the points, from its payload index."""
+    ends = []
+    for direction in (qe.Direction.Asc, qe.Direction.Desc):
+        records, _ = shard.scroll(
+            qe.ScrollRequest(limit=1, with_payload=False, order_by=qe.OrderBy(key=field, direction=direction))
+        )
+        if not records or records[0].order_value is None:
+            return None
+        ends.append(round(float(records[0].order_value)))
+    return ends[0], ends[1]
+
+
+def _selects_none(cond: Range, span: _Span | None) -> bool:
+    """Whether a datetime range on a field matches no point whose value lies in `span` (a
+    range never matches a point without the field)."""
+    if span is None:
+        return True
+    low, high = span
+    gt, gte, lt, lte = (_micros(bound) for bound in (cond.gt, cond.gte, cond.lt, cond.lte))
+    return (
+        (gt is not None and high <= gt)
+        or (gte is not None and high < gte)
+        or (lt is not None and low >= lt)
+        or (lte is not None and low > lte)
+    )
 
 
 def _counts_any(shard: qe.EdgeShard, flt: Filter) -> bool:
@@ -475,8 +536,18 @@ class EdgeVectorStore(VectorStore):
         tenant, rest = _split_tenant(flt)
         if tenant is None or not self._tenants.only(shard, tenant):
             rest = flt
-        inactive, bounded = self._states.read(shard)
-        return _without_state_conditions(rest, active=not inactive, bounds=not bounded)
+        inactive, spans = self._states.read(shard)
+        return _without_state_conditions(rest, active=not inactive, spans=spans)
+
+    def exact_point_weight(self, flt: Filter | None) -> float:
+        """1.0 when the filter, once `_simplified`, is at most one condition on an indexed
+        field; else CHECKED_POINT_WEIGHT."""
+        if flt is None:
+            return 1.0
+        with self._lock:
+            shard = self._open_existing()
+            rest = self._simplified(shard, flt) if shard is not None else flt
+        return 1.0 if rest is None or _index_answers(rest) else CHECKED_POINT_WEIGHT
 
     def _idf_params(self, shard: qe.EdgeShard, idf_scope: Filter | None) -> qe.SearchParams | None:
         """The IDF corpus, without its tenant condition while that tenant is alone in the shard
@@ -561,14 +632,25 @@ def _split_tenant(flt: Filter) -> tuple[str | None, Filter]:
     return tenants[0].values[0], Filter(must=must, should=flt.should, must_not=flt.must_not)
 
 
-def _without_state_conditions(flt: Filter, active: bool, bounds: bool) -> Filter:
+def _without_state_conditions(flt: Filter, active: bool, spans: dict[str, _Span | None]) -> Filter:
     """`flt` without its `state = active` condition (`active`) and without the exclusions by a
-    validity bound (`bounds`)."""
+    validity bound that no point's value of that bound falls in (`spans`)."""
     must = tuple(c for c in flt.must if not (active and c == _ACTIVE))
-    must_not = tuple(
-        c for c in flt.must_not if not (bounds and isinstance(c, Range) and c.field in VALIDITY_FIELDS)
-    )
+    must_not = tuple(c for c in flt.must_not if not _excludes_nothing(c, spans))
     return Filter(must=must, should=flt.should, must_not=must_not)
+
+
+def _excludes_nothing(cond: Condition, spans: dict[str, _Span | None]) -> bool:
+    if not isinstance(cond, Range) or cond.kind != "datetime" or cond.field not in spans:
+        return False
+    return _selects_none(cond, spans[cond.field])
+
+
+def _index_answers(flt: Filter) -> bool:
+    """Whether a payload index selects exactly `flt`'s points, with nothing to check per point."""
+    if flt.should or flt.must_not or len(flt.must) > 1:
+        return False
+    return all(isinstance(c, (Match, Range)) and c.field in PAYLOAD_INDEXES for c in flt.must)
 
 
 def _hits(hits: Sequence[Any]) -> list[VectorHit]:
