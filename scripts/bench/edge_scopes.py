@@ -3,10 +3,11 @@
 Recall sends every Edge search the tenant's condition (in the filter, and in the keyword
 search's IDF scope beside the tag scope) and "active and valid now" (`state = active`, and no
 `t_valid` after now or `t_invalid` before it). In a store of one tenant whose memories are all
-active and carry no validity bounds, these conditions select every point. This times each
-search as it was sent before (the conditions kept) and as the shard sends it now
-(`EdgeVectorStore` leaves out the tenant's condition while the tenant is alone, and the others
-while no point is inactive or bounded), on a shard of N memories of the load benchmark's corpus
+active and valid since their time (as the service writes them), these conditions select every
+point. This times each search as it was sent before (the conditions kept) and as the shard
+sends it now (`EdgeVectorStore` leaves out the tenant's condition while the tenant is alone,
+`state = active` while no point is inactive, and each validity exclusion no point's bound falls
+in), on a shard of N memories of the load benchmark's corpus
 (its words, tags and 384-d vectors), for the two tag scopes of the load benchmark's tag-prefix
 recall: all of `slack` (half the store) and one project (a twentieth). Both forms return the
 same points and scores (tests/integration/test_edge_tenant_mix.py); the report checks it on
@@ -52,7 +53,9 @@ def point(corpus: Corpus, n: int) -> VectorPoint:
     """The load corpus's memory `n` as the service writes its point (its payload, its words)."""
     m = corpus.memory(n)
     fields = ("content", "type", "tags", "importance", "timestamp")
-    doc = MemoryRecord.from_props({"id": str(uuid.UUID(int=n + 1)), **{k: m[k] for k in fields}})
+    # Valid from its time, as the service writes a memory (POST /memory: t_valid defaults to it).
+    props = {"id": str(uuid.UUID(int=n + 1)), "t_valid": m["timestamp"], **{k: m[k] for k in fields}}
+    doc = MemoryRecord.from_props(props)
     return VectorPoint(doc.id, m["embedding"], payload_for(doc), keyword_text(doc.content, doc.timestamp))
 
 
