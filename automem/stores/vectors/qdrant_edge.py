@@ -155,7 +155,7 @@ class _PointStates:
                 self.inactive = True
             if self.spans is not None:
                 for field in VALIDITY_FIELDS:
-                    self.spans[field] = _widened(self.spans[field], _micros(payload.get(field)))
+                    self.spans[field] = _widened(self.spans[field], payload.get(field))
 
     def read(self, shard: qe.EdgeShard) -> tuple[bool, dict[str, _Span | None]]:
         """(inactive, spans), read from the shard once per opening."""
@@ -170,6 +170,7 @@ class _PointStates:
 # unit of Edge's datetime index).
 _Span = tuple[int, int]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_EVERY_MOMENT: _Span = (-(2**62), 2**62)
 
 
 def _micros(value: Any) -> int | None:
@@ -183,9 +184,14 @@ def _micros(value: Any) -> int | None:
     return (moment - _EPOCH) // timedelta(microseconds=1)
 
 
-def _widened(span: _Span | None, micros: int | None) -> _Span | None:
-    if micros is None:
+def _widened(span: _Span | None, value: Any) -> _Span | None:
+    """`span` widened to a value written; to every moment when the value is not one this
+    parses (Edge might read it otherwise: its conditions stay)."""
+    if value is None:
         return span
+    micros = _micros(value)
+    if micros is None:
+        return _EVERY_MOMENT
     return (micros, micros) if span is None else (min(span[0], micros), max(span[1], micros))
 
 
