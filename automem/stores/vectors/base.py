@@ -91,7 +91,7 @@ def _meets(cond: Condition, point_id: str, payload: Mapping[str, Any]) -> bool:
 
 
 def _in_range(cond: Range, value: Any) -> bool:
-    convert = _as_moment if cond.kind == "datetime" else _as_number
+    convert = as_moment if cond.kind == "datetime" else _as_number
     at = convert(value)
     bounds = (
         (cond.gte, operator.ge),
@@ -105,7 +105,7 @@ def _in_range(cond: Range, value: Any) -> bool:
     )
 
 
-def _as_moment(value: Any) -> datetime | None:
+def as_moment(value: Any) -> datetime | None:
     try:
         return parse_iso(str(value))
     except ValueError:

@@ -40,6 +40,7 @@ from automem.stores.vectors.base import (
     VectorPoint,
     VectorRecord,
     VectorStore,
+    as_moment,
     check_dimension,
     group_by_rev,
     latest_per_id,
@@ -47,7 +48,6 @@ from automem.stores.vectors.base import (
     payload_selection,
 )
 from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
-from automem.timeutil import parse_iso
 
 _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
     "keyword": qe.PayloadSchemaType.Keyword,
@@ -175,13 +175,8 @@ _EVERY_MOMENT: _Span = (-(2**62), 2**62)
 
 def _micros(value: Any) -> int | None:
     """A datetime payload value as Edge orders it; None when absent or not a moment."""
-    if value is None:
-        return None
-    try:
-        moment = parse_iso(str(value))
-    except ValueError:
-        return None
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    moment = None if value is None else as_moment(value)
+    return None if moment is None else (moment - _EPOCH) // timedelta(microseconds=1)
 
 
 def _widened(span: _Span | None, value: Any) -> _Span | None:
@@ -198,14 +193,23 @@ def _widened(span: _Span | None, value: Any) -> _Span | None:
 def _span(shard: qe.EdgeShard, field: str) -> _Span | None:
     """The field's earliest and latest value among the points, from its payload index."""
     ends = []
-    for direction in (qe.Direction.Asc, qe.Direction.Desc):
-        records, _ = shard.scroll(
-            qe.ScrollRequest(limit=1, with_payload=False, order_by=qe.OrderBy(key=field, direction=direction))
-        )
+    for descending in (False, True):
+        records = _ordered_records(shard, None, field, descending, 1, False)
         if not records or records[0].order_value is None:
             return None
         ends.append(round(float(records[0].order_value)))
     return ends[0], ends[1]
+
+
+def _ordered_records(
+    shard: qe.EdgeShard, flt: Filter | None, key: str, descending: bool, limit: int, payload: bool | list[str]
+) -> list[Any]:
+    """The first `limit` points by `key`'s payload index (its value in each one's order_value)."""
+    direction = qe.Direction.Desc if descending else qe.Direction.Asc
+    order = qe.OrderBy(key=key, direction=direction)
+    request = qe.ScrollRequest(limit=limit, filter=_filter(flt), with_payload=payload, order_by=order)
+    records, _ = shard.scroll(request)
+    return list(records)
 
 
 def _selects_none(cond: Range, span: _Span | None) -> bool:
@@ -532,8 +536,8 @@ class EdgeVectorStore(VectorStore):
 
     def _simplified(self, shard: qe.EdgeShard, flt: Filter | None) -> Filter | None:
         """`flt` without the conditions that select every point of the shard: the tenant's
-        while it is alone (`_TenantMix`), `state = active` while every point is active and the
-        validity exclusions while no point carries a bound (`_PointStates`). The same points,
+        while it is alone (`_TenantMix`), `state = active` while every point is active and each
+        validity exclusion no point's bound falls in (`_PointStates`). The same points,
         and Edge skips checks it would make per point: an exact search of one project's 50k
         points in a 1M shard, or a keyword search's IDF corpus, which gains far more
         (benchmarks/edge_scopes.md)."""
@@ -599,18 +603,11 @@ class EdgeVectorStore(VectorStore):
         return page, (str(next_offset) if next_offset is not None else None)
 
     def ordered(self, flt: Filter | None, key: str, descending: bool, limit: int) -> list[OrderedPoint]:
-        direction = qe.Direction.Desc if descending else qe.Direction.Asc
         with self._lock:
             shard = self._open_existing()
             if shard is None or limit <= 0:
                 return []
-            request = qe.ScrollRequest(
-                limit=limit,
-                filter=_filter(flt),
-                with_payload=["rev", "importance"],
-                order_by=qe.OrderBy(key=key, direction=direction),
-            )
-            records, _ = shard.scroll(request)
+            records = _ordered_records(shard, flt, key, descending, limit, ["rev", "importance"])
         return [ordered_point(r.id, r.order_value, r.payload) for r in records]
 
 
