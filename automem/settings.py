@@ -584,7 +584,9 @@ class Settings(BaseSettings):
         "counts CHECKED_POINT_WEIGHT (3) points. A filtered recall asks the index for enough "
         "candidates that twice the wanted pass the filter (more for a narrower share of the "
         "store) only when that many candidates cost less than the exact search of the filter's "
-        "points; otherwise it searches exactly (docs/performance.md, \"A filter's share of the "
+        "points, the exact search counted once for each recall in flight in the process (it holds "
+        "the GIL and the shard while the others wait); otherwise it searches exactly "
+        "(docs/performance.md, \"A filter's share of the "
         'store" and "The exact search\'s cost per point"). 0: the index whenever the store is '
         "beyond the limit.",
     )

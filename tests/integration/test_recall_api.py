@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -23,6 +25,10 @@ def recall(api: Api, **params: Any) -> dict[str, Any]:
     response = api.post("/recall", json=params)
     assert response.status_code == 200, response.get_json()
     return response.get_json()  # type: ignore[no-any-return]
+
+
+def ids(body: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in body["results"]]
 
 
 def contents(body: dict[str, Any]) -> list[str]:
@@ -519,6 +525,48 @@ def test_a_filter_s_share_of_the_store_sets_the_index_over_fetch_or_the_exact_se
     checked = answers(cost)
     assert checked["db"] == (exact["db"], [math.ceil(2 * fetch * points / 2)])
     assert weighed and set(weighed) == {1.0}
+
+
+def test_recalls_in_flight_weigh_the_exact_search_once_each(
+    api: Api, services: Services, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact search holds this process's GIL and the shard, so each recall in flight pays
+    for it: a cost that leaves a narrow scope to the exact search when its recall is alone asks
+    the index while another recall is under way, and both answer what they answer alone."""
+    assert services.vectors is not None
+    db = {"query": "database transactions outage", "limit": 3, "tags": ["project:db"]}
+    plain = {"query": "release train schedule", "limit": 3}
+    alone = {name: ids(recall(api, **params)) for name, params in (("db", db), ("plain", plain))}
+    engine = api.client.application.extensions["automem.recall"]
+    points, fetch = services.vectors.count(), services.settings.recall_candidates
+    db_candidates = math.ceil(2 * fetch * points / 2)
+    # The db scope's two points weigh 2 a recall: its candidates cost 3, more than one recall's
+    # exact search and less than two recalls'.
+    update = {"recall_exact_search_limit": 1, "recall_index_candidate_cost": 3 / db_candidates}
+    monkeypatch.setattr(services, "settings", services.settings.model_copy(update=update))
+    engine._points_read_at = -1e9
+    asked: list[int] = []
+    entered, release = threading.Event(), threading.Event()
+    original = services.graph.nearest
+
+    def nearest(*a: Any) -> Any:
+        asked.append(a[1])
+        if a[1] == 2 * fetch:  # the plain recall (the whole store) waits, in flight
+            entered.set()
+            assert release.wait(30)
+        return original(*a)
+
+    monkeypatch.setattr(services.graph, "nearest", nearest)
+    assert ids(recall(api, **db)) == alone["db"]
+    assert asked == []  # alone: the exact search
+    with ThreadPoolExecutor(1) as pool:
+        other = pool.submit(recall, api, **plain)
+        assert entered.wait(30)
+        assert ids(recall(api, **db)) == alone["db"]
+        release.set()
+        assert ids(other.result(30)) == alone["plain"]
+    assert asked == [2 * fetch, db_candidates]
+    assert engine._in_flight == 0
 
 
 def test_a_scope_s_point_estimate_is_kept_and_a_stale_one_still_answers_right(
