@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from automem.stores.vectors.base import (
     PAYLOAD_INDEXES,
+    RETIRED_INDEXES,
     Condition,
     Filter,
     HasId,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAYLOAD_INDEXES",
+    "RETIRED_INDEXES",
     "Condition",
     "Filter",
     "HasId",

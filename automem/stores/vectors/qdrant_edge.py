@@ -29,6 +29,7 @@ import qdrant_edge as qe
 from automem.errors import ConfigurationError, DimensionMismatch, ShardLocked
 from automem.stores.vectors.base import (
     PAYLOAD_INDEXES,
+    RETIRED_INDEXES,
     Condition,
     Filter,
     HasId,
@@ -336,6 +337,15 @@ class EdgeVectorStore(VectorStore):
         for name, kind in PAYLOAD_INDEXES.items():
             if name not in existing:
                 shard.update(qe.UpdateOperation.create_field_index(name, _SCHEMA_TYPES[kind]))
+        for name in RETIRED_INDEXES:
+            if name in existing:
+                shard.update(qe.UpdateOperation.delete_field_index(name))
+
+    def payload_indexes(self) -> set[str]:
+        """The payload fields the shard indexes."""
+        with self._lock:
+            shard = self._open_existing()
+            return set(shard.info().payload_schema) if shard is not None else set()
 
     def dimension(self) -> int | None:
         with self._lock:

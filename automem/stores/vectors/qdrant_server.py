@@ -22,6 +22,7 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from automem.errors import ConfigurationError, DimensionMismatch
 from automem.stores.vectors.base import (
     PAYLOAD_INDEXES,
+    RETIRED_INDEXES,
     Condition,
     Filter,
     HasId,
@@ -150,6 +151,9 @@ class QdrantVectorStore(VectorStore):
         for name, kind in PAYLOAD_INDEXES.items():
             if name not in existing:
                 self.client.create_payload_index(self.collection, name, field_schema=_SCHEMA_TYPES[kind])
+        for name in RETIRED_INDEXES:
+            if name in existing:
+                self.client.delete_payload_index(self.collection, name)
 
     def dimension(self) -> int | None:
         if self._dimension is None:
