@@ -540,6 +540,7 @@ def test_recalls_in_flight_weigh_the_exact_search_once_each(
     engine = api.client.application.extensions["automem.recall"]
     points, fetch = services.vectors.count(), services.settings.recall_candidates
     db_candidates = math.ceil(2 * fetch * points / 2)
+    assert db_candidates != 2 * fetch  # the plain recall's request tells them apart below
     # The db scope's two points weigh 2 a recall: its candidates cost 3, more than one recall's
     # exact search and less than two recalls'.
     update = {"recall_exact_search_limit": 1, "recall_index_candidate_cost": 3 / db_candidates}
