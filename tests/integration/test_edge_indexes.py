@@ -33,13 +33,15 @@ def test_a_retired_index_is_dropped_when_an_older_shard_opens(tmp_path: Path) ->
     store = EdgeVectorStore(path)
     store.ensure_collection(DIM)
     store.upsert([_point(i, rev=2) for i in range(3)])
-    # What earlier versions built: an integer index on `rev`.
-    assert store._shard is not None
-    store._shard.update(qe.UpdateOperation.create_field_index("rev", qe.PayloadSchemaType.Integer))
-    assert "rev" in store.payload_indexes()
     store.close()
+    # What earlier versions built: an integer index on `rev`, added to the shard on disk.
+    shard = qe.EdgeShard.load(path)
+    shard.update(qe.UpdateOperation.create_field_index("rev", qe.PayloadSchemaType.Integer))
+    shard.flush()
+    shard.close()
 
     store = EdgeVectorStore(path)
+    assert "rev" in store.payload_indexes()
     store.ensure_collection(DIM)
     assert store.payload_indexes() == set(PAYLOAD_INDEXES)
     assert store.count() == 3

@@ -175,7 +175,7 @@ class VectorRecord:
 
 # Payload fields recall filters on and listings order by, with the index each backend builds for
 # them. `rev` is read per point (the rev guard's conditions name the point's id), never searched.
-PAYLOAD_INDEXES: dict[str, Literal["keyword", "float", "integer", "datetime"]] = {
+PAYLOAD_INDEXES: dict[str, Literal["keyword", "float", "datetime"]] = {
     "tags": "keyword",
     "tag_prefixes": "keyword",
     "type": "keyword",

@@ -53,7 +53,6 @@ from automem.stores.vectors.bm25 import SPARSE_NAME, Bm25Encoder
 _SCHEMA_TYPES: dict[str, qe.PayloadSchemaType] = {
     "keyword": qe.PayloadSchemaType.Keyword,
     "float": qe.PayloadSchemaType.Float,
-    "integer": qe.PayloadSchemaType.Integer,
     "datetime": qe.PayloadSchemaType.Datetime,
 }
 
@@ -176,7 +175,7 @@ _EVERY_MOMENT: _Span = (-(2**62), 2**62)
 
 def _micros(value: Any) -> int | None:
     """A datetime payload value as Edge orders it; None when absent or not a moment."""
-    moment = None if value is None else as_moment(value)
+    moment = as_moment(value)
     return None if moment is None else (moment - _EPOCH) // timedelta(microseconds=1)
 
 

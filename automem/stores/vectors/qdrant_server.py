@@ -47,7 +47,6 @@ T = TypeVar("T")
 _SCHEMA_TYPES: dict[str, qm.PayloadSchemaType] = {
     "keyword": qm.PayloadSchemaType.KEYWORD,
     "float": qm.PayloadSchemaType.FLOAT,
-    "integer": qm.PayloadSchemaType.INTEGER,
     "datetime": qm.PayloadSchemaType.DATETIME,
 }
 
