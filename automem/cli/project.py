@@ -25,6 +25,7 @@ BENCHMARKS = {
     "embedding": "embedding.py",
     "vector-layout": "vector_layout.py",
     "vector-engines": "vector_engines.py",
+    "vector-index-growth": "vector_index_growth.py",
     "store-memory": "store_memory.py",
     "edge-scopes": "edge_scopes.py",
     "walks": "walks.py",
@@ -82,7 +83,8 @@ def add_bench(sub: Subparsers) -> None:
         "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
         "(graph writes and searches with the embedding on the memory or its own node), vector-engines "
         "(where the nearest-neighbour search could run: FalkorDB's HNSW, Edge exact, Edge's own HNSW; "
-        "speed, recall, memory), store-memory (what a kept store holds in FalkorDB and in the Edge "
+        "speed, recall, memory), vector-index-growth (FalkorDB's memory while its vector index grows: "
+        "the transient copies above its resident memory), store-memory (what a kept store holds in FalkorDB and in the Edge "
         "shard, per memory), edge-scopes (what the conditions that select every point of a one-tenant "
         "store, its tenant and active-and-valid-now, cost the Edge shard's keyword and exact "
         "searches), walks (one pass over "

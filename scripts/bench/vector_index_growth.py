@@ -1,0 +1,238 @@
+"""FalkorDB's memory while its vector index grows: the transient above the resident memory.
+
+Writes N 384-d vectors to a fresh embedded FalkorDB in batches, as the service's batch path
+does (`CYPHER rows=[...] UNWIND $rows ... vecf32(...)`, the parameters formatted by the graph
+store's own `cypher_params`), once onto a label with an HNSW vector index (the service's
+options) and once onto a label without one, and samples the server's resident memory every
+20 ms. A *spike* is a sample more than `--threshold` MB above both samples `--gap` before and
+after it: memory taken and given back within a fraction of a second. The report gives, per
+quarter of the run, the write rate, the spikes' size and their size per vector then stored,
+and how many vectors were written between two of them; then the server's final resident
+memory and its peak (VmHWM).
+
+    python scripts/bench/vector_index_growth.py --size 300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from automem.embedded import EmbeddedFalkorDB
+from automem.stores.graph import Vector32, cypher_params
+from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
+
+DIMENSION = 384
+GRAPH = "growth"
+SAMPLE_SECONDS = 0.02
+# The service's own vector index (GraphStore._ensure_vector_index).
+VECTOR_INDEX = (
+    f"CREATE VECTOR INDEX FOR (v:V) ON (v.e) "
+    f"OPTIONS {{dimension: {DIMENSION}, similarityFunction: 'cosine', efConstruction: 64}}"
+)
+RANGE_INDEX = "CREATE INDEX FOR (v:V) ON (v.id)"
+WRITE = "UNWIND $rows AS r CREATE (:V {id: r.id, e: vecf32(r.e)})"
+
+Sample = tuple[float, float]  # (seconds since the first write, resident MB)
+Mark = tuple[float, int]  # (seconds since the first write, vectors written by then)
+
+
+def spikes(samples: list[Sample], marks: list[Mark], gap: int, threshold: float) -> list[dict[str, float]]:
+    """The samples more than `threshold` MB above both samples `gap` positions away, one per
+    run of adjacent ones (the one most above its neighbours), each with the vectors written by
+    its time (the first batch that ended after it)."""
+    found: list[dict[str, float]] = []
+    times = [t for t, _ in marks]
+    for i in range(gap, len(samples) - gap):
+        t, rss = samples[i]
+        excess = rss - max(samples[i - gap][1], samples[i + gap][1])
+        if excess <= threshold:
+            continue
+        written = marks[min(bisect.bisect_right(times, t), len(marks) - 1)][1] if marks else 0
+        spike = {"t": t, "rss_mb": rss, "excess_mb": excess, "written": written}
+        if found and i - found[-1]["index"] <= gap:
+            if excess > found[-1]["excess_mb"]:
+                found[-1] = spike | {"index": i}
+            continue
+        found.append(spike | {"index": i})
+    return [{k: v for k, v in s.items() if k != "index"} for s in found]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def quarters(size: int, marks: list[Mark], found: list[dict[str, float]]) -> list[dict[str, Any]]:
+    """Per quarter of the vectors written: the write rate, and the spikes' size, size per vector
+    stored and spacing (vectors written between two spikes)."""
+    rows = []
+    for q in range(4):
+        low, high = size * q // 4, size * (q + 1) // 4
+        span = [(t, n) for t, n in marks if low < n <= high]
+        rate = 0.0
+        if len(span) > 1 and span[-1][0] > span[0][0]:
+            rate = (span[-1][1] - span[0][1]) / (span[-1][0] - span[0][0])
+        inside = [s for s in found if low < s["written"] <= high]
+        sizes = [s["excess_mb"] for s in inside]
+        per_vector = _median([s["excess_mb"] * 2**20 / s["written"] for s in inside])
+        spacing = _median([b["written"] - a["written"] for a, b in itertools.pairwise(inside)])
+        rows.append(
+            {
+                "vectors": f"{low:,}-{high:,}",
+                "writes_per_s": round(rate, 1),
+                "spikes": len(inside),
+                "spike_mb_median": None if not sizes else round(statistics.median(sizes), 1),
+                "spike_mb_max": None if not sizes else round(max(sizes), 1),
+                "bytes_per_vector_stored": None if per_vector is None else round(per_vector),
+                "vectors_between_spikes": None if spacing is None else round(spacing),
+            }
+        )
+    return rows
+
+
+def _sampler(pid: int, start: float, samples: list[Sample], stop: threading.Event) -> None:
+    while not stop.is_set():
+        rss = status_mb(pid).get("VmRSS")
+        if rss is not None:
+            samples.append((time.monotonic() - start, rss))
+        time.sleep(SAMPLE_SECONDS)
+
+
+def _rows(rng: np.random.Generator, first: int, count: int) -> str:
+    vectors = rng.standard_normal((count, DIMENSION)).astype(np.float32)
+    rows = [{"id": first + k, "e": Vector32(v.tolist())} for k, v in enumerate(vectors)]
+    return cypher_params({"rows": rows})
+
+
+def measure(size: int, batch: int, indexed: bool, gap: int, threshold: float) -> dict[str, Any]:
+    """Write `size` vectors to a fresh server, with or without the vector index."""
+    workdir = Path(tempfile.mkdtemp(prefix="index-growth-"))
+    server = EmbeddedFalkorDB(workdir)
+    server.start(timeout=120)
+    try:
+        client = redis.Redis.from_url(server.url)
+        pid = int(client.info("server")["process_id"])
+        client.execute_command("GRAPH.QUERY", GRAPH, VECTOR_INDEX if indexed else RANGE_INDEX)
+        rng = np.random.default_rng(20251130)
+        samples: list[Sample] = []
+        marks: list[Mark] = []
+        stop = threading.Event()
+        start = time.monotonic()
+        sampler = threading.Thread(target=_sampler, args=(pid, start, samples, stop), daemon=True)
+        sampler.start()
+        for first in range(0, size, batch):
+            count = min(batch, size - first)
+            client.execute_command("GRAPH.QUERY", GRAPH, _rows(rng, first, count) + WRITE)
+            marks.append((time.monotonic() - start, first + count))
+        seconds = time.monotonic() - start
+        time.sleep(1.0)
+        stop.set()
+        sampler.join()
+        found = spikes(samples, marks, gap, threshold)
+        final = status_mb(pid)
+        above = final.get("VmHWM", 0.0) - final.get("VmRSS", 0.0)
+        return {
+            "vector_index": indexed,
+            "seconds": round(seconds, 1),
+            "writes_per_s": round(size / seconds, 1),
+            "quarters": quarters(size, marks, found),
+            "spikes": len(found),
+            "largest_spike_mb": round(max((s["excess_mb"] for s in found), default=0.0), 1),
+            "final_rss_mb": final.get("VmRSS"),
+            "peak_rss_mb": final.get("VmHWM"),
+            # The sampled spikes are lower bounds (a copy can start and end between samples);
+            # the kernel's peak is not.
+            "peak_above_final_mb": round(above, 1),
+            "peak_above_final_bytes_a_vector": round(above * 2**20 / size),
+            "samples": len(samples),
+        }
+    finally:
+        server.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else f"{value:,}" if isinstance(value, int | float) else str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+
+
+RUN_COLUMNS = {
+    "writes_per_s": "writes / s",
+    "spikes": "spikes",
+    "largest_spike_mb": "largest spike MB",
+    "final_rss_mb": "final RSS MB",
+    "peak_rss_mb": "peak RSS (VmHWM) MB",
+    "peak_above_final_bytes_a_vector": "peak above final, bytes a vector",
+}
+QUARTER_COLUMNS = {
+    "vectors": "vectors",
+    "writes_per_s": "writes / s",
+    "spikes": "spikes",
+    "spike_mb_median": "median spike MB",
+    "spike_mb_max": "largest MB",
+    "bytes_per_vector_stored": "bytes a stored vector",
+    "vectors_between_spikes": "vectors between spikes",
+}
+
+
+def _label(run: dict[str, Any]) -> str:
+    return "with the vector index" if run["vector_index"] else "without it (a range index on id)"
+
+
+def render(report: dict[str, Any]) -> str:
+    meta, config, runs = report["meta"], report["config"], report["runs"]
+    lines = [
+        report_title("FalkorDB's memory while its vector index grows", meta),
+        "",
+        f"Command: `{meta['command']}`. {config['size']:,} vectors of {DIMENSION} floats in batches of "
+        f"{config['batch']}; resident memory sampled every {int(SAMPLE_SECONDS * 1000)} ms; a spike is a "
+        f"sample more than {config['threshold_mb']} MB above both samples {config['gap']} places away.",
+        "",
+        *_table(["label", *RUN_COLUMNS.values()], [[_label(r), *(r[k] for k in RUN_COLUMNS)] for r in runs]),
+        "",
+        "A spike as sampled is a lower bound (a copy may begin and end between two samples); the",
+        "peak the kernel recorded (VmHWM) is not.",
+    ]
+    for run in runs:
+        rows = [[q[k] for k in QUARTER_COLUMNS] for q in run["quarters"]]
+        lines += ["", f"### {_label(run).capitalize()}, by quarter of the run", ""]
+        lines += _table(list(QUARTER_COLUMNS.values()), rows)
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--size", type=int, default=300_000, help="vectors written in each run")
+    parser.add_argument("--batch", type=int, default=200, help="vectors a write query")
+    parser.add_argument("--gap", type=int, default=5, help="samples between a spike and its neighbours")
+    parser.add_argument("--threshold", type=float, default=20.0, help="MB above both neighbours")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
+    args = parser.parse_args()
+    report = {
+        "meta": run_meta("vector_index_growth.py"),
+        "config": {"size": args.size, "batch": args.batch, "gap": args.gap, "threshold_mb": args.threshold},
+        "runs": [measure(args.size, args.batch, on, args.gap, args.threshold) for on in (True, False)],
+    }
+    return write_report(args.out, "vector_index_growth", report, render)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
