@@ -2,13 +2,15 @@
 
 Writes N 384-d vectors to a fresh embedded FalkorDB in batches, as the service's batch path
 does (`CYPHER rows=[...] UNWIND $rows ... vecf32(...)`, the parameters formatted by the graph
-store's own `cypher_params`), once onto a label with an HNSW vector index (the service's
-options) and once onto a label without one, and samples the server's resident memory every
-20 ms. A *spike* is a sample more than `--threshold` MB above both samples `--gap` before and
+store's own `cypher_params`): onto one label with an HNSW vector index (the service's options),
+onto K labels with an index each (`--partitions`: each batch to one of them in turn, so each
+index holds a K-th), and onto a label without one; and samples the server's resident memory
+every 20 ms. A *spike* is a sample more than `--threshold` MB above both samples `--gap` before and
 after it: memory taken and given back within a fraction of a second. The report gives, per
 quarter of the run, the write rate, the spikes' size and their size per vector then stored,
 and how many vectors were written between two of them; then the server's final resident
-memory and its peak (VmHWM).
+memory, its peak (VmHWM), and the p50 of a nearest-10 query asking every index (one
+statement, `UNION ALL`).
 
     python scripts/bench/vector_index_growth.py --size 300000
 """
@@ -41,11 +43,15 @@ GRAPH = "growth"
 SAMPLE_SECONDS = 0.02
 # The service's own vector index (GraphStore._ensure_vector_index).
 VECTOR_INDEX = (
-    f"CREATE VECTOR INDEX FOR (v:V) ON (v.e) "
-    f"OPTIONS {{dimension: {DIMENSION}, similarityFunction: 'cosine', efConstruction: 64}}"
+    "CREATE VECTOR INDEX FOR (v:{label}) ON (v.e) "
+    f"OPTIONS {{{{dimension: {DIMENSION}, similarityFunction: 'cosine', efConstruction: 64}}}}"
 )
-RANGE_INDEX = "CREATE INDEX FOR (v:V) ON (v.id)"
-WRITE = "UNWIND $rows AS r CREATE (:V {id: r.id, e: vecf32(r.e)})"
+RANGE_INDEX = "CREATE INDEX FOR (v:V0) ON (v.id)"
+WRITE = "UNWIND $rows AS r CREATE (:{label} {{id: r.id, e: vecf32(r.e)}})"
+SEARCH = (
+    "CALL db.idx.vector.queryNodes('{label}', 'e', 10, vecf32($q)) YIELD node, score RETURN node.id, score"
+)
+QUERIES = 50
 
 Sample = tuple[float, float]  # (seconds since the first write, resident MB)
 Mark = tuple[float, int]  # (seconds since the first write, vectors written by then)
@@ -118,15 +124,36 @@ def _rows(rng: np.random.Generator, first: int, count: int) -> str:
     return cypher_params({"rows": rows})
 
 
-def measure(size: int, batch: int, indexed: bool, gap: int, threshold: float) -> dict[str, Any]:
-    """Write `size` vectors to a fresh server, with or without the vector index."""
+def _labels(indexes: int) -> list[str]:
+    return [f"V{k}" for k in range(max(indexes, 1))]
+
+
+def _search_ms(client: redis.Redis, labels: list[str], rng: np.random.Generator) -> float:
+    """p50 of one query asking every label's index for its nearest 10 (one statement)."""
+    statement = " UNION ALL ".join(SEARCH.format(label=label) for label in labels)
+    times = []
+    for _ in range(QUERIES):
+        query = cypher_params({"q": Vector32(rng.standard_normal(DIMENSION).astype(np.float32).tolist())})
+        start = time.perf_counter()
+        client.execute_command("GRAPH.RO_QUERY", GRAPH, query + statement)
+        times.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(times), 2)
+
+
+def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> dict[str, Any]:
+    """Write `size` vectors to a fresh server: onto `indexes` labels, a vector index each (a
+    batch's vectors go to one label, in turn), or with `indexes` 0 onto one label without."""
     workdir = Path(tempfile.mkdtemp(prefix="index-growth-"))
     server = EmbeddedFalkorDB(workdir)
     server.start(timeout=120)
     try:
         client = redis.Redis.from_url(server.url)
         pid = int(client.info("server")["process_id"])
-        client.execute_command("GRAPH.QUERY", GRAPH, VECTOR_INDEX if indexed else RANGE_INDEX)
+        labels = _labels(indexes)
+        for label in labels if indexes else []:
+            client.execute_command("GRAPH.QUERY", GRAPH, VECTOR_INDEX.format(label=label))
+        if not indexes:
+            client.execute_command("GRAPH.QUERY", GRAPH, RANGE_INDEX)
         rng = np.random.default_rng(20251130)
         samples: list[Sample] = []
         marks: list[Mark] = []
@@ -135,8 +162,8 @@ def measure(size: int, batch: int, indexed: bool, gap: int, threshold: float) ->
         sampler = threading.Thread(target=_sampler, args=(pid, start, samples, stop), daemon=True)
         sampler.start()
         for first in range(0, size, batch):
-            count = min(batch, size - first)
-            client.execute_command("GRAPH.QUERY", GRAPH, _rows(rng, first, count) + WRITE)
+            count, label = min(batch, size - first), labels[(first // batch) % len(labels)]
+            client.execute_command("GRAPH.QUERY", GRAPH, _rows(rng, first, count) + WRITE.format(label=label))
             marks.append((time.monotonic() - start, first + count))
         seconds = time.monotonic() - start
         time.sleep(1.0)
@@ -146,7 +173,7 @@ def measure(size: int, batch: int, indexed: bool, gap: int, threshold: float) ->
         final = status_mb(pid)
         above = final.get("VmHWM", 0.0) - final.get("VmRSS", 0.0)
         return {
-            "vector_index": indexed,
+            "vector_indexes": indexes,
             "seconds": round(seconds, 1),
             "writes_per_s": round(size / seconds, 1),
             "quarters": quarters(size, marks, found),
@@ -158,6 +185,7 @@ def measure(size: int, batch: int, indexed: bool, gap: int, threshold: float) ->
             # the kernel's peak is not.
             "peak_above_final_mb": round(above, 1),
             "peak_above_final_bytes_a_vector": round(above * 2**20 / size),
+            "search_p50_ms": _search_ms(client, labels, rng) if indexes else None,
             "samples": len(samples),
         }
     finally:
@@ -181,6 +209,7 @@ RUN_COLUMNS = {
     "final_rss_mb": "final RSS MB",
     "peak_rss_mb": "peak RSS (VmHWM) MB",
     "peak_above_final_bytes_a_vector": "peak above final, bytes a vector",
+    "search_p50_ms": "nearest 10, p50 ms",
 }
 QUARTER_COLUMNS = {
     "vectors": "vectors",
@@ -194,7 +223,10 @@ QUARTER_COLUMNS = {
 
 
 def _label(run: dict[str, Any]) -> str:
-    return "with the vector index" if run["vector_index"] else "without it (a range index on id)"
+    indexes = run["vector_indexes"]
+    if not indexes:
+        return "no vector index (a range index on id)"
+    return "one vector index" if indexes == 1 else f"{indexes} vector indexes, a batch to each in turn"
 
 
 def render(report: dict[str, Any]) -> str:
@@ -224,12 +256,22 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=200, help="vectors a write query")
     parser.add_argument("--gap", type=int, default=5, help="samples between a spike and its neighbours")
     parser.add_argument("--threshold", type=float, default=20.0, help="MB above both neighbours")
+    parser.add_argument(
+        "--partitions", default="1,4", help="vector indexes to spread the vectors over, a run each"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks")
     args = parser.parse_args()
+    partitions = [int(k) for k in args.partitions.split(",") if k.strip()]
     report = {
         "meta": run_meta("vector_index_growth.py"),
-        "config": {"size": args.size, "batch": args.batch, "gap": args.gap, "threshold_mb": args.threshold},
-        "runs": [measure(args.size, args.batch, on, args.gap, args.threshold) for on in (True, False)],
+        "config": {
+            "size": args.size,
+            "batch": args.batch,
+            "gap": args.gap,
+            "threshold_mb": args.threshold,
+            "partitions": partitions,
+        },
+        "runs": [measure(args.size, args.batch, k, args.gap, args.threshold) for k in [*partitions, 0]],
     }
     return write_report(args.out, "vector_index_growth", report, render)
 
