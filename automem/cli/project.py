@@ -78,19 +78,20 @@ def add_bench(sub: Subparsers) -> None:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: locomo (recall quality), longmemeval (session and turn recall on "
-        "LongMemEval_S haystacks, ingest and drain time), load (speed and memory at 10k/100k; --tenants), "
-        "api-threads, bm25, enrichment, aof (durability), dashboard (page weight, server time, "
-        "screenshots), embedding (texts/s of the local model on real memory lengths), vector-layout "
-        "(graph writes and searches with the embedding on the memory or its own node), vector-engines "
-        "(where the nearest-neighbour search could run: FalkorDB's HNSW, Edge exact, Edge's own HNSW; "
-        "speed, recall, memory), vector-index-growth (FalkorDB's memory while its vector index grows: "
-        "the transient copies above its resident memory), store-memory (what a kept store holds in FalkorDB and in the Edge "
-        "shard, per memory), edge-scopes (what the conditions that select every point of a one-tenant "
-        "store, its tenant and active-and-valid-now, cost the Edge shard's keyword and exact "
-        "searches), walks (one pass over "
-        "every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), sequence (enrichment's "
-        "sequence lookup for a memory written as it happens, with and without the scopes' time ranges), "
-        "setting-ab (one setting's values in turn on one store: recall and single writes)",
+        "LongMemEval_S haystacks, ingest and drain time), load (speed and memory at 10k/100k; "
+        "--tenants), api-threads, bm25, enrichment, aof (durability), dashboard (page weight, "
+        "server time, screenshots), embedding (texts/s of the local model on real memory "
+        "lengths), vector-layout (graph writes and searches with the embedding on the memory or "
+        "its own node), vector-engines (where the nearest-neighbour search could run: FalkorDB's "
+        "HNSW, Edge exact, Edge's own HNSW; speed, recall, memory), vector-index-growth "
+        "(FalkorDB's memory while its vector index grows: the transient copies above its resident "
+        "memory), store-memory (what a kept store holds in FalkorDB and in the Edge shard, per "
+        "memory), edge-scopes (what the conditions that select every point of a one-tenant store, "
+        "its tenant and active-and-valid-now, cost the Edge shard's keyword and exact searches), "
+        "walks (one pass over every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), "
+        "sequence (enrichment's sequence lookup for a memory written as it happens, with and "
+        "without the scopes' time ranges), setting-ab (one setting's values in turn on one store: "
+        "recall and single writes)",
     )
     bench.add_argument("name", choices=sorted(BENCHMARKS))
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="arguments of the benchmark (see its --help)")
