@@ -33,6 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from automem.stores.graph import vector_index_options
 from scripts.bench.common import (
     ROOT,
     log,
@@ -245,10 +246,7 @@ def run_falkordb(size: int, where: Path) -> dict[str, Any]:
     try:
         graph = FalkorDB.from_url(server.url).select_graph("engines")
         graph.query("CREATE INDEX FOR (v:V) ON (v.id)")
-        graph.query(
-            f"CREATE VECTOR INDEX FOR (v:V) ON (v.embedding) "
-            f"OPTIONS {{dimension: {DIM}, similarityFunction: 'cosine', efConstruction: 64}}"
-        )
+        graph.query(f"CREATE VECTOR INDEX FOR (v:V) ON (v.embedding) OPTIONS {vector_index_options(DIM)}")
         started = time.perf_counter()
         for start, vectors, projects, sources in chunks(size):
             rows = [

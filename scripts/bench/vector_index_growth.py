@@ -35,17 +35,19 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from automem.embedded import EmbeddedFalkorDB
-from automem.stores.graph import Vector32, cypher_params
+from automem.stores.graph import Vector32, cypher_params, vector_index_options
 from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
 
 DIMENSION = 384
 GRAPH = "growth"
 SAMPLE_SECONDS = 0.02
-# The service's own vector index (GraphStore._ensure_vector_index).
-VECTOR_INDEX = (
-    "CREATE VECTOR INDEX FOR (v:{label}) ON (v.e) "
-    f"OPTIONS {{{{dimension: {DIMENSION}, similarityFunction: 'cosine', efConstruction: 64}}}}"
-)
+
+
+def _vector_index(label: str) -> str:
+    """The service's own vector index (GraphStore._ensure_vector_index), on a label of the run's."""
+    return f"CREATE VECTOR INDEX FOR (v:{label}) ON (v.e) OPTIONS {vector_index_options(DIMENSION)}"
+
+
 RANGE_INDEX = "CREATE INDEX FOR (v:V0) ON (v.id)"
 WRITE = "UNWIND $rows AS r CREATE (:{label} {{id: r.id, e: vecf32(r.e)}})"
 SEARCH = (
@@ -151,7 +153,7 @@ def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> 
         pid = int(client.info("server")["process_id"])
         labels = _labels(indexes)
         for label in labels if indexes else []:
-            client.execute_command("GRAPH.QUERY", GRAPH, VECTOR_INDEX.format(label=label))
+            client.execute_command("GRAPH.QUERY", GRAPH, _vector_index(label))
         if not indexes:
             client.execute_command("GRAPH.QUERY", GRAPH, RANGE_INDEX)
         rng = np.random.default_rng(20251130)

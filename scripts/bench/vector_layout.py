@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from falkordb import FalkorDB
 
 from automem.embedded import EmbeddedFalkorDB
+from automem.stores.graph import vector_index_options
 from scripts.bench.common import ROOT, log, report_title, run_meta, write_report
 
 DIMENSION = 384
@@ -57,7 +58,7 @@ def measure(db: FalkorDB, name: str, layout: dict[str, str], size: int, rng: ran
         graph.query(f"CREATE INDEX FOR (v:{layout['label']}) ON (v.id)")
     graph.query(
         f"CREATE VECTOR INDEX FOR (n:{layout['label']}) ON (n.embedding) "
-        f"OPTIONS {{dimension: {DIMENSION}, similarityFunction: 'cosine', efConstruction: 64}}"
+        f"OPTIONS {vector_index_options(DIMENSION)}"
     )
     started = time.perf_counter()
     for start in range(0, size, 500):
