@@ -3,7 +3,9 @@ counts as a spike of the server's memory, and how the report groups them by quar
 
 from __future__ import annotations
 
-from scripts.bench.vector_index_growth import quarters, spikes
+import numpy as np
+
+from scripts.bench.vector_index_growth import quarters, recall_at_10, spikes
 
 
 def _samples(levels: list[float]) -> list[tuple[float, float]]:
@@ -40,3 +42,18 @@ def test_quarters_report_rate_spike_size_per_vector_and_spacing() -> None:
     assert third["vectors_between_spikes"] == 400  # median of 500 and 300
     assert third["bytes_per_vector_stored"] == round(2.0 * 2**20 / 2600)
     assert rows[0]["spike_mb_median"] is None
+
+
+def test_recall_at_10_counts_the_exact_nearest_among_the_best_ten_answered() -> None:
+    rng = np.random.default_rng(3)
+    stored = rng.standard_normal((200, 8)).astype(np.float32)
+    query = stored[17] + 0.01  # its nearest is 17, then the next nine by cosine
+    unit = stored / np.linalg.norm(stored, axis=1, keepdims=True)
+    order = np.argsort(-(unit @ (query / np.linalg.norm(query)))).tolist()
+    exact, others = order[:10], order[10:]
+    # Rows from two indexes, (id, cosine distance): the best 10 by distance are what counts.
+    perfect = [(i, 0.1 + k / 100) for k, i in enumerate(exact)] + [(i, 0.9) for i in others[:30]]
+    half = [(i, 0.1) for i in exact[:5]] + [(i, 0.2) for i in others[:5]] + [(i, 0.3) for i in exact[5:]]
+    assert recall_at_10([perfect], stored, np.array([query])) == 1.0
+    assert recall_at_10([half], stored, np.array([query])) == 0.5
+    assert recall_at_10([perfect, half], stored, np.array([query, query])) == 0.75
