@@ -1,6 +1,7 @@
 """FalkorDB's memory while its vector index grows: the transient above the resident memory.
 
-Writes N 384-d vectors to a fresh embedded FalkorDB in batches, as the service's batch path
+Writes N 384-d vectors (the vector-engines benchmark's: ten topics, each point's noise as large
+as its topic's centroid) to a fresh embedded FalkorDB in batches, as the service's batch path
 does (`CYPHER rows=[...] UNWIND $rows ... vecf32(...)`, the parameters formatted by the graph
 store's own `cypher_params`): onto one label with an HNSW vector index (the service's options),
 onto K labels with an index each (`--partitions`: each batch to one of them in turn, so each
@@ -37,8 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from automem.embedded import EmbeddedFalkorDB
 from automem.stores.graph import Vector32, cypher_params, vector_index_options
 from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
+from scripts.bench.vector_engines import DIM, chunks, queries
 
-DIMENSION = 384
+DIMENSION = DIM  # the vector-engines benchmark's clustered vectors (ten topics), so recall compares
 GRAPH = "growth"
 SAMPLE_SECONDS = 0.02
 
@@ -57,7 +59,6 @@ SEARCH = (
     f"CALL db.idx.vector.queryNodes('{{label}}', 'e', {NEAREST}, vecf32($q)) YIELD node, score "
     "RETURN node.id, score"
 )
-QUERIES = 50
 
 Sample = tuple[float, float]  # (seconds since the first write, resident MB)
 Mark = tuple[float, int]  # (seconds since the first write, vectors written by then)
@@ -124,10 +125,6 @@ def _sampler(pid: int, start: float, samples: list[Sample], stop: threading.Even
         time.sleep(SAMPLE_SECONDS)
 
 
-def _vectors(rng: np.random.Generator, count: int) -> np.ndarray:
-    return rng.standard_normal((count, DIMENSION)).astype(np.float32)
-
-
 def _rows(first: int, vectors: np.ndarray) -> str:
     rows = [{"id": first + k, "e": Vector32(v.tolist())} for k, v in enumerate(vectors)]
     return cypher_params({"rows": rows})
@@ -176,8 +173,7 @@ def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> 
             client.execute_command("GRAPH.QUERY", GRAPH, _vector_index(label))
         if not indexes:
             client.execute_command("GRAPH.QUERY", GRAPH, RANGE_INDEX)
-        rng = np.random.default_rng(20251130)
-        stored = np.empty((size, DIMENSION), dtype=np.float32)
+        stored = np.concatenate([vectors for _, vectors, _, _ in chunks(size)])
         samples: list[Sample] = []
         marks: list[Mark] = []
         stop = threading.Event()
@@ -186,7 +182,6 @@ def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> 
         sampler.start()
         for first in range(0, size, batch):
             count, label = min(batch, size - first), labels[(first // batch) % len(labels)]
-            stored[first : first + count] = _vectors(rng, count)
             rows = _rows(first, stored[first : first + count])
             client.execute_command("GRAPH.QUERY", GRAPH, rows + WRITE.format(label=label))
             marks.append((time.monotonic() - start, first + count))
@@ -197,8 +192,8 @@ def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> 
         found = spikes(samples, marks, gap, threshold)
         final = status_mb(pid)
         above = final.get("VmHWM", 0.0) - final.get("VmRSS", 0.0)
-        queries = _vectors(rng, QUERIES)
-        search_ms, found_rows = _search(client, labels, queries) if indexes else (None, [])
+        asked = queries()[0]
+        search_ms, found_rows = _search(client, labels, asked) if indexes else (None, [])
         return {
             "vector_indexes": indexes,
             "seconds": round(seconds, 1),
@@ -213,7 +208,7 @@ def measure(size: int, batch: int, indexes: int, gap: int, threshold: float) -> 
             "peak_above_final_mb": round(above, 1),
             "peak_above_final_bytes_a_vector": round(above * 2**20 / size),
             "search_p50_ms": search_ms,
-            "recall_at_10": recall_at_10(found_rows, stored, queries) if indexes else None,
+            "recall_at_10": recall_at_10(found_rows, stored, asked) if indexes else None,
             "samples": len(samples),
         }
     finally:
