@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from rq import Queue
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
@@ -264,6 +265,16 @@ def _graphs(svc: Service) -> list[str]:
     return [name.decode() for name in svc.redis().execute_command("GRAPH.LIST")]
 
 
+def _staged_memories(svc: Service, staging: str) -> int | None:
+    """Memories the restore has written into its staging graph so far; None once the graph is
+    gone (swapped in)."""
+    try:
+        reply = svc.redis().execute_command("GRAPH.RO_QUERY", staging, "MATCH (m:Memory) RETURN count(m)")
+    except redis.exceptions.ResponseError:  # the key is gone: the swap renamed it
+        return None
+    return int(reply[1][0][0])
+
+
 def _store_batch(svc: Service, label: str, count: int) -> None:
     for start in range(0, count, 500):
         memories = [
@@ -312,7 +323,11 @@ def test_kill9_of_the_api_mid_restore_leaves_the_old_store_or_the_new_one_whole(
     wait_until(lambda: staging in _graphs(service) or "status" in outcome, 60, "the restore to start")
     assert "status" not in outcome, outcome  # the staging graph was seen: the restore is under way
     if moment == "building later":
-        time.sleep(0.5)
+        # Its first page of memories written (a page is 500 of the 2,000): not a fixed delay,
+        # which a fast restore outran (it finished within 0.5 s and the kill found it done).
+        # (None: the staging graph is already swapped in; then the kill may find the restore
+        # done, and the test fails as it should when it cannot kill during the building.)
+        wait_until(lambda: _staged_memories(service, staging) != 0, 60, "a page staged", interval=0.005)
     elif moment == "just after the swap":
         wait_until(lambda: staging not in _graphs(service), 60, "the swap", interval=0.005)
     kill9(service.api_pids())
