@@ -40,14 +40,13 @@ from automem.stores.graph import Vector32, cypher_params, vector_index_options
 from scripts.bench.common import ROOT, report_title, run_meta, status_mb, write_report
 from scripts.bench.vector_engines import DIM, chunks, queries
 
-DIMENSION = DIM  # the vector-engines benchmark's clustered vectors (ten topics), so recall compares
 GRAPH = "growth"
 SAMPLE_SECONDS = 0.02
 
 
 def _vector_index(label: str) -> str:
     """The service's own vector index (GraphStore._ensure_vector_index), on a label of the run's."""
-    return f"CREATE VECTOR INDEX FOR (v:{label}) ON (v.e) OPTIONS {vector_index_options(DIMENSION)}"
+    return f"CREATE VECTOR INDEX FOR (v:{label}) ON (v.e) OPTIONS {vector_index_options(DIM)}"
 
 
 RANGE_INDEX = "CREATE INDEX FOR (v:V0) ON (v.id)"
@@ -258,7 +257,7 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         report_title("FalkorDB's memory while its vector index grows", meta),
         "",
-        f"Command: `{meta['command']}`. {config['size']:,} vectors of {DIMENSION} floats in batches of "
+        f"Command: `{meta['command']}`. {config['size']:,} vectors of {DIM} floats in batches of "
         f"{config['batch']}; resident memory sampled every {int(SAMPLE_SECONDS * 1000)} ms; a spike is a "
         f"sample more than {config['threshold_mb']} MB above both samples {config['gap']} places away.",
         "",
