@@ -291,9 +291,16 @@ class EdgeVectorStore(VectorStore):
 
     def _create(self, dimension: int) -> qe.EdgeShard:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        # Cold vectors: a reloaded shard (every start of the API process) maps each vector file
+        # once, read-only; Edge's default maps it a second time writable, and both mappings are
+        # resident after an exact search (~1 KB more RSS a point; docs/performance.md, "Vectors
+        # mapped once"). A segment keeps the setting it was made with.
         config = qe.EdgeConfig(
             vectors=qe.EdgeVectorParams(
-                size=dimension, distance=qe.Distance.Cosine, datatype=_DATATYPES[self.datatype]
+                size=dimension,
+                distance=qe.Distance.Cosine,
+                datatype=_DATATYPES[self.datatype],
+                memory=qe.Memory.Cold,
             ),
             sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
