@@ -27,6 +27,7 @@ BENCHMARKS = {
     "vector-engines": "vector_engines.py",
     "vector-index-growth": "vector_index_growth.py",
     "store-memory": "store_memory.py",
+    "edge-residency": "edge_residency.py",
     "edge-scopes": "edge_scopes.py",
     "walks": "walks.py",
     "sequence": "sequence.py",

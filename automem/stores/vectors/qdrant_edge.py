@@ -231,6 +231,26 @@ def _counts_any(shard: qe.EdgeShard, flt: Filter) -> bool:
     return int(shard.count(qe.CountRequest(exact=True, filter=_filter(flt)))) > 0
 
 
+def shard_config(
+    dimension: int, datatype: Datatype, vector_memory: qe.Memory | None = qe.Memory.Cold
+) -> qe.EdgeConfig:
+    """The configuration of a new shard: cosine dense vectors of `datatype` and the keyword
+    channel's sparse vectors. Cold dense vectors by default: a reloaded shard (every start of the
+    API process) then keeps each vector file resident once, through its read-only mapping; with
+    Edge's default placement the writable mapping is loaded too, and RSS counts the vectors twice
+    (~1 KB a point; benchmarks/edge_residency.md). A segment keeps the placement it was made with;
+    None is Edge's default (the benchmark's baseline)."""
+    return qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(
+            size=dimension,
+            distance=qe.Distance.Cosine,
+            datatype=_DATATYPES[datatype],
+            memory=vector_memory,
+        ),
+        sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+    )
+
+
 class EdgeVectorStore(VectorStore):
     """The shard at `path`, opened in the constructor when it exists (else by `ensure_collection`).
 
@@ -291,20 +311,7 @@ class EdgeVectorStore(VectorStore):
 
     def _create(self, dimension: int) -> qe.EdgeShard:
         os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-        # Cold vectors: a reloaded shard (every start of the API process) maps each vector file
-        # once, read-only; Edge's default maps it a second time writable, and both mappings are
-        # resident after an exact search (~1 KB more RSS a point; docs/performance.md, "Vectors
-        # mapped once"). A segment keeps the setting it was made with.
-        config = qe.EdgeConfig(
-            vectors=qe.EdgeVectorParams(
-                size=dimension,
-                distance=qe.Distance.Cosine,
-                datatype=_DATATYPES[self.datatype],
-                memory=qe.Memory.Cold,
-            ),
-            sparse_vectors={SPARSE_NAME: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-        )
-        return qe.EdgeShard.create(self.path, config)
+        return qe.EdgeShard.create(self.path, shard_config(dimension, self.datatype))
 
     def _ensure_sparse(self, shard: qe.EdgeShard) -> None:
         """Shards created before the keyword channel lack the sparse vector: add it."""
