@@ -279,6 +279,25 @@ class Settings(BaseSettings):
         "keeps the type it was created with; a restore (`automem backup`, then `automem restore`) "
         "remakes it with this one.",
     )
+    edge_checkpoint_writes: int = _setting(
+        100_000,
+        "AUTOMEM_EDGE_CHECKPOINT_WRITES",
+        "stores",
+        "Embedded mode: the Qdrant Edge shard's segments are flushed (a checkpoint, which lets its "
+        "write-ahead log be truncated) once this many points were written since the last one, or "
+        "AUTOMEM_EDGE_CHECKPOINT_SECONDS after a write, whichever comes first; by the process that "
+        "owns the shard, between hand-offs. Without it the log grew by ~2.3 KB a point written "
+        "until the shard was closed, and a restart after a crash replayed all of it (6 s for 100k "
+        "points). A flush holds that process's GIL (~0.1-0.3 s after 10k-50k writes at 100k "
+        'points; docs/performance.md, "The Edge shard\'s write-ahead log"). 0: only on close.',
+    )
+    edge_checkpoint_seconds: float = _setting(
+        600.0,
+        "AUTOMEM_EDGE_CHECKPOINT_SECONDS",
+        "stores",
+        "Embedded mode: the longest a write to the Qdrant Edge shard waits for a checkpoint (see "
+        "AUTOMEM_EDGE_CHECKPOINT_WRITES). 0: only by the count of writes.",
+    )
     qdrant_url: str | None = _setting(None, "QDRANT_URL", "stores", "URL of a Qdrant server (server mode).")
     qdrant_api_key: str | None = _setting(
         None, "QDRANT_API_KEY", "stores", "API key of the Qdrant server.", secret=True

@@ -320,6 +320,7 @@ class VectorSync:
         while not stop.is_set():
             try:
                 done = self.drain_once(block_ms=block_ms)
+                self._checkpoint()
                 if 0 < done < self.batch and linger_seconds > 0:
                     stop.wait(linger_seconds)
             except Exception as exc:
@@ -333,6 +334,12 @@ class VectorSync:
                 else:
                     log.exception("vector sync drain failed; retrying")
                 stop.wait(2.0)
+
+    def _checkpoint(self) -> None:
+        """A due checkpoint of the vector store, between hand-offs: on the owner's thread, never
+        a request's, since a flush of the Edge shard holds the GIL (AUTOMEM_EDGE_CHECKPOINT_WRITES)."""
+        if self.vectors is not None:
+            self.vectors.checkpoint_if_due()
 
     def backlog(self) -> int:
         if self.redis is None:

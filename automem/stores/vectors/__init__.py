@@ -46,9 +46,13 @@ __all__ = [
 def open_vector_store(settings: Settings) -> VectorStore:
     """The vector store `settings` selects; the collection itself is made by `ensure_collection`."""
     if settings.resolved_vector_backend() == "edge":
-        from automem.stores.vectors.qdrant_edge import EdgeVectorStore
+        from automem.stores.vectors.qdrant_edge import Checkpoints, EdgeVectorStore
 
-        return EdgeVectorStore(settings.edge_path(), settings.edge_vector_datatype)
+        return EdgeVectorStore(
+            settings.edge_path(),
+            settings.edge_vector_datatype,
+            Checkpoints(settings.edge_checkpoint_writes, settings.edge_checkpoint_seconds),
+        )
 
     from automem.stores.vectors.qdrant_server import QdrantVectorStore
 

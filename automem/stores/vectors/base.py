@@ -305,6 +305,12 @@ class VectorStore(abc.ABC):
     def close(self) -> None:
         """Flush and release the store (for Edge: the shard's WAL lock)."""
 
+    def checkpoint_if_due(self) -> bool:
+        """Flush what was written since the last checkpoint if enough was (the Edge shard: its
+        segments, so its write-ahead log can be truncated); whether it flushed. A Qdrant server
+        or local mode persists on its own: never due."""
+        return False
+
     def iter_records(
         self, flt: Filter | None = None, page: int = 512, with_vectors: bool = False
     ) -> Iterator[VectorRecord]:
