@@ -78,8 +78,11 @@ def measure(size: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _mb(stage: dict[str, float], base: dict[str, float], key: str) -> str:
-    return f"{stage.get(key, 0.0) - base.get(key, 0.0):,.0f}"
+def _resident(stage: dict[str, float], base: dict[str, float]) -> str:
+    """RSS / anonymous / file-backed MB of a stage, less the bare interpreter's."""
+    return " / ".join(
+        f"{stage.get(key, 0.0) - base.get(key, 0.0):,.0f}" for key in ("VmRSS", "RssAnon", "RssFile")
+    )
 
 
 def render(report: dict[str, Any]) -> str:
@@ -99,10 +102,8 @@ def render(report: dict[str, Any]) -> str:
         base, load, done = row["python_mb"], row["after_load_mb"], row["after_searches_mb"]
         per_point = (done.get("VmRSS", 0.0) - base.get("VmRSS", 0.0)) * 2**20 / size
         lines.append(
-            f"| {row['placement']} | {row['write_seconds']} "
-            f"| {_mb(load, base, 'VmRSS')} / {_mb(load, base, 'RssAnon')} / {_mb(load, base, 'RssFile')} "
-            f"| {_mb(done, base, 'VmRSS')} / {_mb(done, base, 'RssAnon')} / {_mb(done, base, 'RssFile')} "
-            f"| {per_point:,.0f} |"
+            f"| {row['placement']} | {row['write_seconds']} | {_resident(load, base)} "
+            f"| {_resident(done, base)} | {per_point:,.0f} |"
         )
     return "\n".join(lines) + "\n"
 
