@@ -289,7 +289,8 @@ class Settings(BaseSettings):
         "owns the shard, between hand-offs. Without it the log grew by ~2.3 KB a point written "
         "until the shard was closed, and a restart after a crash replayed all of it (6 s for 100k "
         "points). A flush holds that process's GIL (~0.1-0.3 s after 10k-50k writes at 100k "
-        'points; docs/performance.md, "The Edge shard\'s write-ahead log"). 0: only on close.',
+        'points; docs/performance.md, "The Edge shard after a restart, and its write-ahead log"). 0: '
+        "only on close.",
     )
     edge_checkpoint_seconds: float = _setting(
         600.0,

@@ -1,7 +1,7 @@
 """A reloaded Qdrant Edge shard keeps each dense-vector file resident once: Edge maps the file
 read-only and writable, and by default loads the writable mapping too, so after an exact search
 RSS counted the vectors twice. Every start of the API process reloads the shard
-(docs/performance.md, "Vectors resident once")."""
+(docs/performance.md, "The Edge shard after a restart, and its write-ahead log")."""
 
 from __future__ import annotations
 

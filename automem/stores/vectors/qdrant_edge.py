@@ -237,13 +237,13 @@ def _counts_any(shard: qe.EdgeShard, flt: Filter) -> bool:
 class Checkpoints:
     """When the shard's owner flushes its segments (`EdgeVectorStore.checkpoint_if_due`): after
     `writes` points written since the last flush, or `seconds` after the first of them; 0 turns
-    either off. Edge appends every write to its write-ahead log and truncates the log only when
-    the segments are flushed: unflushed, it grew by ~2.3 KB a point until the shard was closed,
-    and a shard reopened after a crash replayed all of it (6 s for 100k points; 0.35 s after a
-    flush)."""
+    either off (the service's values: AUTOMEM_EDGE_CHECKPOINT_WRITES and _SECONDS). Edge appends
+    every write to its write-ahead log and truncates the log only when the segments are flushed:
+    unflushed, it grew by ~2.3 KB a point until the shard was closed, and a shard reopened after
+    a crash replayed all of it (6 s for 100k points; 0.35 s after a flush)."""
 
-    writes: int = 100_000
-    seconds: float = 600.0
+    writes: int
+    seconds: float
 
     def due(self, written: int, since: float) -> bool:
         if written <= 0:
@@ -283,7 +283,8 @@ class EdgeVectorStore(VectorStore):
     ) -> None:
         self.path = path
         self.datatype = datatype  # of the dense vectors of a shard created here (one on disk keeps its own)
-        self.checkpoints = checkpoints or Checkpoints()
+        # Without checkpoints (scripts, tests) the shard is flushed on close only.
+        self.checkpoints = checkpoints or Checkpoints(writes=0, seconds=0)
         self._unflushed = 0  # points written since the shard's segments were last flushed
         self._first_unflushed_at = 0.0
         self._shard: qe.EdgeShard | None = None
