@@ -7,8 +7,8 @@ matching memories, then the newest, then by id (AutoMem's order, so an AutoMem v
 same graph whenever the store fits), and the edges among them, at most
 `GRAPH_SNAPSHOT_MAX_EDGES`. The response says so in `stats.sampled` and `meta.sampling`.
 Neighbourhoods read at most 100 paths (AutoMem's cap), nearest first. Semantic neighbours come
-from the graph's HNSW vector index (`GraphStore.similar_memories`): it answers in every process
-and mode in bounded time, and holds the same vectors the vector store does.
+from `automem.similarity`: the graph's HNSW vector index where the graph keeps one (it answers
+in every process), else the vector store (server mode, which every process reaches).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from automem.models import IsoTime
 from automem.record import MemoryRecord, memory_wire
 from automem.relations import ALL_TYPES, MEMORY_LINKS, PUBLIC
 from automem.settings import Settings
+from automem.similarity import SimilarMemories
 from automem.stores.graph import GraphStore
 from automem.stores.graph_views import SnapshotFilter
 from automem.tags import normalize_tags, split_tag_input
@@ -237,7 +238,12 @@ def _echo(query: SnapshotQuery) -> dict[str, Any]:
 
 # --- GET /graph/neighbors/<id> ----------------------------------------------------------------
 def neighbors(
-    graph: GraphStore, settings: Settings, tenant: str, memory_id: str, query: NeighborsQuery
+    graph: GraphStore,
+    similar: SimilarMemories,
+    settings: Settings,
+    tenant: str,
+    memory_id: str,
+    query: NeighborsQuery,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     center = graph.get_memory(memory_id)
@@ -246,12 +252,12 @@ def neighbors(
     hops, edges, truncated = _walk(graph, tenant, memory_id, query.depth)
     ids = list(hops)
     graph_neighbours = [{**_neighbour(d), "hops": hops[d.id]} for d in _ordered(graph, ids)]
-    semantic = _semantic(graph, center, set(ids), query) if query.include_semantic else []
+    semantic = _semantic(graph, similar, center, set(ids), query) if query.include_semantic else []
     meta = {
         "depth": query.depth,
         "include_semantic": query.include_semantic,
         "semantic_limit": query.semantic_limit,
-        "semantic_source": "graph_vector_index",
+        "semantic_source": similar.source,
         "center_embedded": center.embedded,
         "row_limit": NEIGHBOUR_ROWS,
         "truncated": truncated,
@@ -295,12 +301,12 @@ def _neighbour(doc: MemoryRecord) -> dict[str, Any]:
 
 
 def _semantic(
-    graph: GraphStore, center: MemoryRecord, seen: set[str], query: NeighborsQuery
+    graph: GraphStore, similar: SimilarMemories, center: MemoryRecord, seen: set[str], query: NeighborsQuery
 ) -> list[dict[str, Any]]:
     """The nearest memories by embedding, graph neighbours left out (AutoMem's rule), best first."""
     if query.semantic_limit == 0:
         return []
-    hits = graph.similar_memories(center.id, query.semantic_limit + len(seen), -1.0)
+    hits = similar.one(center.id, query.semantic_limit + len(seen), -1.0)
     hits = [(i, s) for i, s in hits if i not in seen][: query.semantic_limit]
     docs = {d.id: d for d in graph.get_memories([i for i, _ in hits])}
     return [{**_neighbour(docs[i]), "similarity": round(s, 4)} for i, s in hits if i in docs]

@@ -124,7 +124,7 @@ def _staged_graph(svc: Services, spool: IO[bytes], check: ArchiveCheck) -> Archi
     staging = svc.graph.sibling("restore")
     staging.wipe()  # what an interrupted restore left
     try:
-        staging.ensure_schema(svc.embedder.dimension)
+        staging.ensure_schema(svc.embedder.dimension, svc.settings.graph_vector_index_wanted())
         staging.ensure_consolidation_schema()
         spool.seek(0)
         writer = ArchiveWriter(staging)

@@ -25,6 +25,7 @@ from automem.llm import LlmClient
 from automem.memories import MemoryService
 from automem.ports import ConsolidationPort
 from automem.settings import Settings
+from automem.similarity import SimilarMemories, similar_memories
 from automem.stores.access import AccessStore
 from automem.stores.graph import GraphStore
 from automem.stores.queue import JobQueue
@@ -48,6 +49,8 @@ class Services:
     idempotency: IdempotencyStore
     # Live events (automem.events): published by the write path and by jobs, in every process.
     events: EventPublisher
+    # Memories alike by embedding: the graph's vector index, or the vector store (automem.similarity).
+    similar: SimilarMemories
     warnings: list[str] = field(default_factory=list)
     llm: LlmClient | None = None
     # Worker-side logic the API runs in the request; set by the app factory (automem.ports).
@@ -132,7 +135,7 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
     provider, warnings = build_provider(settings)
     embedder = MeteredEmbedder(provider, queue_redis)
     vectors = open_vectors(settings, embedder.dimension) if owner_of_vectors else None
-    graph.ensure_schema(embedder.dimension)
+    graph.ensure_schema(embedder.dimension, settings.graph_vector_index_wanted())
     context_chars = settings.retrieval_context_chars if settings.retrieval_context_keywords else 0
     sync = VectorSync(graph, vectors, queue_redis, settings.vector_sync_batch, context_chars)
     jobs = JobQueue(queue_redis, settings)
@@ -153,6 +156,7 @@ def build_services(settings: Settings, *, owner_of_vectors: bool) -> Services:
         memories=memories,
         idempotency=idempotency,
         events=events,
+        similar=similar_memories(settings, graph, vectors),
         warnings=list(warnings),
         llm=llm,
         keys=KeyRing(access),

@@ -267,6 +267,20 @@ class Settings(BaseSettings):
         "at QDRANT_URL, or qdrant-client local mode at QDRANT_PATH). `auto`: qdrant when QDRANT_URL "
         "or QDRANT_PATH is set, else edge.",
     )
+    graph_vector_index: Literal["auto", "on", "off"] = _setting(
+        "auto",
+        "GRAPH_VECTOR_INDEX",
+        "stores",
+        "Whether FalkorDB keeps an HNSW index over the memories' vectors. Enrichment's similarity "
+        "links and the graph view's semantic neighbours ask it where it exists, else the vector "
+        "store. `auto`: on with the embedded Qdrant Edge shard (which answers only the API process "
+        "that owns it, while the worker links similar memories; recall beyond "
+        "RECALL_EXACT_SEARCH_LIMIT searches it too), off with a Qdrant server, which every process "
+        "reaches: FalkorDB then holds ~2.2 KB less a memory, no transient copy of every vector "
+        "while the index grows, and writes a vector without an HNSW insert (docs/performance.md, "
+        '"Server mode without the graph\'s vector index"). `off` needs the qdrant backend; turning '
+        "it off drops an existing index, turning it on builds it again from the graph.",
+    )
     edge_vector_datatype: Literal["float16", "float32"] = _setting(
         "float16",
         "AUTOMEM_EDGE_VECTOR_DATATYPE",
@@ -926,6 +940,11 @@ class Settings(BaseSettings):
             raise ValueError("AUTOMEM_STREAM_MAX_CLIENTS must be >= 0 and AUTOMEM_STREAM_QUEUE_SIZE >= 1")
         if self.stream_keepalive_seconds <= 0 or self.stream_max_seconds <= 0:
             raise ValueError("AUTOMEM_STREAM_KEEPALIVE_SECONDS and AUTOMEM_STREAM_MAX_SECONDS must be > 0")
+        if self.graph_vector_index == "off" and self.resolved_vector_backend() == "edge":
+            raise ValueError(
+                "GRAPH_VECTOR_INDEX=off needs the qdrant vector backend: the embedded Qdrant Edge shard "
+                "answers only the API process, and the worker finds similar memories in the graph"
+            )
         return self
 
     # --- derived values -----------------------------------------------------------------------
@@ -968,6 +987,12 @@ class Settings(BaseSettings):
         if self.vector_backend != "auto":
             return self.vector_backend
         return "qdrant" if (self.qdrant_url or self.qdrant_path) else "edge"
+
+    def graph_vector_index_wanted(self) -> bool:
+        """Whether the graph keeps its HNSW vector index (GRAPH_VECTOR_INDEX)."""
+        if self.graph_vector_index == "auto":
+            return self.resolved_vector_backend() == "edge"
+        return self.graph_vector_index == "on"
 
     def edge_path(self) -> str:
         return os.path.join(self.data_dir, "qdrant-edge", self.qdrant_collection)

@@ -64,8 +64,10 @@ def _embed(svc: Services, memory_ids: list[str], force: bool) -> dict[str, Any]:
         row = {"id": doc.id, "hash": doc.content_hash, "vector": checked, "model": label, "at": now}
         rows.append({**row, "context": context.id if context else ""})
     written = svc.graph.set_embeddings(rows) if rows else []
-    linked = _link_similar_all(svc, written)
+    # The points first: where the vector store finds the similar memories (automem.similarity),
+    # the job's own vectors must be in it.
     svc.sync.request(written)
+    linked = _link_similar_all(svc, written)
     clear_failures(svc, JobName.EMBED, written)
     return {
         "embedded": len(written),
@@ -146,7 +148,12 @@ def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
     now = now_iso()
     try:
         return link_similar_many(
-            svc.graph, memory_ids, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now
+            svc.graph,
+            svc.similar,
+            memory_ids,
+            s.enrichment_similarity_limit,
+            s.enrichment_similarity_threshold,
+            now,
         )
     except TRANSIENT:
         raise
@@ -157,6 +164,7 @@ def _link_similar_all(svc: Services, memory_ids: list[str]) -> int:
         link = partial(
             link_similar,
             svc.graph,
+            svc.similar,
             memory_id,
             s.enrichment_similarity_limit,
             s.enrichment_similarity_threshold,

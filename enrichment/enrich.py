@@ -266,7 +266,14 @@ def _after_enrichment(
     if moved:
         _refresh_retrieval_contexts(svc, moved, current)
     if _links_similar(doc, force):
-        link_similar(svc.graph, doc.id, s.enrichment_similarity_limit, s.enrichment_similarity_threshold, now)
+        link_similar(
+            svc.graph,
+            svc.similar,
+            doc.id,
+            s.enrichment_similarity_limit,
+            s.enrichment_similarity_threshold,
+            now,
+        )
     # Tags, rev and the keyword document (resolved dates, category words); the vector is as it was.
     svc.sync.request([doc.id], payload_only=True)
 

@@ -22,6 +22,7 @@ from redis.exceptions import LockError, LockNotOwnedError
 from redis.lock import Lock
 
 from automem.record import MemoryRecord
+from automem.similarity import SimilarMemories
 from automem.stores.graph import GraphStore
 
 LOCK_SECONDS = 30
@@ -103,18 +104,19 @@ def link_sequence(graph: GraphStore, doc: MemoryRecord, now: str) -> dict[str, s
     return changed
 
 
-def link_similar(graph: GraphStore, memory_id: str, k: int, threshold: float, now: str) -> int:
+def link_similar(
+    graph: GraphStore, similar: SimilarMemories, memory_id: str, k: int, threshold: float, now: str
+) -> int:
     """SIMILAR_TO edges to the memory's nearest neighbours; the number linked."""
-    neighbours = graph.similar_memories(memory_id, k, threshold)
-    return graph.link_similar(memory_id, neighbours, now)
+    return graph.link_similar(memory_id, similar.one(memory_id, k, threshold), now)
 
 
 def link_similar_many(
-    graph: GraphStore, memory_ids: Sequence[str], k: int, threshold: float, now: str
+    graph: GraphStore, similar: SimilarMemories, memory_ids: Sequence[str], k: int, threshold: float, now: str
 ) -> int:
     """`link_similar` for the vectors an embedding job wrote, in one search and one write (two
     round trips a memory were ~8 % of an import's embedding time); the pairs linked."""
-    return graph.link_similar_many(graph.similar_memories_of(memory_ids, k, threshold), now)
+    return graph.link_similar_many(similar.of(memory_ids, k, threshold), now)
 
 
 def _set(value: str | None) -> set[str]:

@@ -60,7 +60,9 @@ def graph_neighbors(memory_id: str) -> tuple[Response, int]:
     svc = services()
     memory_id = parse_uuid(memory_id, "id")
     query = parse(graphview.NeighborsQuery, request.args.to_dict(), svc.settings)
-    return respond(graphview.neighbors(svc.graph, svc.settings, current_tenant(), memory_id, query))
+    return respond(
+        graphview.neighbors(svc.graph, svc.similar, svc.settings, current_tenant(), memory_id, query)
+    )
 
 
 @bp.get("/graph/stats")

@@ -26,6 +26,7 @@ BENCHMARKS = {
     "vector-layout": "vector_layout.py",
     "vector-engines": "vector_engines.py",
     "vector-index-growth": "vector_index_growth.py",
+    "graph-write": "graph_write.py",
     "store-memory": "store_memory.py",
     "edge-residency": "edge_residency.py",
     "edge-scopes": "edge_scopes.py",
@@ -86,9 +87,11 @@ def add_bench(sub: Subparsers) -> None:
         "its own node), vector-engines (where the nearest-neighbour search could run: FalkorDB's "
         "HNSW, Edge exact, Edge's own HNSW; speed, recall, memory), vector-index-growth "
         "(FalkorDB's memory while its vector index grows: the transient copies above its resident "
-        "memory), store-memory (what a kept store holds in FalkorDB and in the Edge shard, per "
-        "memory), edge-scopes (what the conditions that select every point of a one-tenant store, "
-        "its tenant and active-and-valid-now, cost the Edge shard's keyword and exact searches), "
+        "memory), graph-write (the graph's share of the batch path with and without its vector "
+        "index: embedded mode against server mode), store-memory (what a kept store holds in "
+        "FalkorDB and in the Edge shard, per memory), edge-scopes (what the conditions that "
+        "select every point of a one-tenant store, its tenant and active-and-valid-now, cost "
+        "the Edge shard's keyword and exact searches), "
         "walks (one pass over every memory: vector repair, reconcile, decay; at 10k, 100k, 1M), "
         "sequence (enrichment's sequence lookup for a memory written as it happens, with and "
         "without the scopes' time ranges), setting-ab (one setting's values in turn on one store: "

@@ -632,9 +632,10 @@ class GraphStore(
             # A full page may have stopped inside the window: go on from its last memory.
             after = int(rows[-1][0]) if len(rows) >= limit else after + WALK_SPAN
 
-    def ensure_schema(self, dimension: int | None = None) -> None:
+    def ensure_schema(self, dimension: int | None = None, vector_index: bool = True) -> None:
         """Create the indexes recall and the routes rely on (idempotent); with `dimension`, also
-        the vector index that finds similar memories from the graph alone (enrichment)."""
+        the vector index that finds similar memories from the graph alone (enrichment), or
+        without `vector_index`, drop it (the vector store answers instead: automem.similarity)."""
         existing = self._existing_indexes()
         for label, props in _RANGE_INDEXES.items():
             for prop in props:
@@ -645,7 +646,9 @@ class GraphStore(
         self._link_vector_nodes()
         self._add_time_keys()
         self._add_scope_ranges()
-        if dimension:
+        if not vector_index:
+            self._drop_vector_index(existing)
+        elif dimension:
             self._ensure_vector_index(dimension, existing)
 
     def _ensure_unique_keys(self) -> None:
@@ -684,6 +687,24 @@ class GraphStore(
             f"OPTIONS {vector_index_options(dimension)}"
         )
 
+    def _drop_vector_index(self, existing: dict[tuple[str, str, str], Any]) -> None:
+        if (VECTOR_LABEL, "vector", "embedding") not in existing:
+            return
+        self._drop_index(
+            f"DROP VECTOR INDEX FOR (v:{VECTOR_LABEL}) ON (v.embedding)",
+            (VECTOR_LABEL, "vector", "embedding"),
+        )
+        log.info("dropped the graph's vector index (GRAPH_VECTOR_INDEX)")
+
+    def _drop_index(self, cypher: str, key: tuple[str, str, str]) -> None:
+        """Drop an index another process may be dropping at the same moment (the API and the
+        worker start together): only an index still there after a failure is an error."""
+        try:
+            self._query(cypher)
+        except redis.exceptions.ResponseError:
+            if key in self._existing_indexes():
+                raise
+
     def _move_embeddings_to_vector_nodes(self, existing: dict[tuple[str, str, str], Any]) -> int:
         """Migrate a store written before vector nodes: move each memory's `embedding` property
         to its vector node, a page per query (each page whole or not at all; a page interrupted
@@ -704,12 +725,9 @@ class GraphStore(
             moved += page
             if page < MIGRATION_PAGE:
                 break
-        try:
-            self._query("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)")
-        except redis.exceptions.ResponseError:
-            # The API and the worker start together: the other one may have dropped it first.
-            if ("Memory", "vector", "embedding") in self._existing_indexes():
-                raise
+        self._drop_index(
+            "DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)", ("Memory", "vector", "embedding")
+        )
         log.info("moved %d embeddings to their own nodes", moved)
         return moved
 
@@ -1475,17 +1493,14 @@ class GraphStore(
                 return None
             raise
 
-    def similar_memories(self, memory_id: str, k: int, min_similarity: float) -> list[tuple[str, float]]:
-        """Up to k active memories of the same tenant whose embedding has cosine similarity of at
-        least `min_similarity` with this memory's, from the graph's vector index, best first."""
-        return self.similar_memories_of([memory_id], k, min_similarity)[str(memory_id)]
-
     def similar_memories_of(
         self, memory_ids: Sequence[str], k: int, min_similarity: float
     ) -> dict[str, list[tuple[str, float]]]:
-        """`similar_memories` of each of these memories, in one query: an embedding job links a
-        few hundred vectors, and one round trip each cost ~8x the searches themselves (232
-        memories: 10 against 75-96 ms)."""
+        """Up to k active memories of the same tenant whose embedding has cosine similarity of at
+        least `min_similarity` with each of these memories', from the graph's vector index, best
+        first (automem.similarity), in one query: an embedding job links a few hundred vectors,
+        and one round trip each cost ~8x the searches themselves (232 memories: 10 against
+        75-96 ms)."""
         cypher = f"""
         UNWIND $ids AS mid
         MATCH (mv:{VECTOR_LABEL} {{id: mid}})

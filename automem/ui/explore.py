@@ -23,7 +23,7 @@ def graph() -> str:
         memory_id = parse_uuid(memory_id, "memory")
         depth = request.args.get("depth", "1")
         query = parse(graphview.NeighborsQuery, {"depth": depth, "include_semantic": "false"}, svc.settings)
-        found = graphview.neighbors(svc.graph, svc.settings, current_tenant(), memory_id, query)
+        found = graphview.neighbors(svc.graph, svc.similar, svc.settings, current_tenant(), memory_id, query)
         nodes = [found["center"], *found["graph_neighbors"]]
         title = "Neighbourhood"
     else:

@@ -76,7 +76,7 @@ def test_one_search_for_many_finds_what_a_search_each_finds(
         many = graph.similar_memories_of(asked, k, threshold)
         assert set(many) == set(asked) and many["missing"] == []
         for memory_id in asked[:-1]:
-            one = graph.similar_memories(memory_id, k, threshold)
+            one = graph.similar_memories_of([memory_id], k, threshold)[memory_id]
             assert sorted(i for i, _ in many[memory_id]) == sorted(i for i, _ in one)
             vector, tenant, _ = spec[ids.index(memory_id)]
             for other, similarity in many[memory_id]:
@@ -151,7 +151,7 @@ def test_a_failed_batch_link_falls_back_to_one_memory_at_a_time(
     expected = {
         (a, b)
         for a in ids
-        for b, _ in graph.similar_memories(a, services.settings.enrichment_similarity_limit, 0.8)
+        for b, _ in services.similar.one(a, services.settings.enrichment_similarity_limit, 0.8)
     }
     assert expected, "the backup notes are each other's neighbours"
     linked = {(a, b) for a, b in _edges(graph)}
@@ -174,7 +174,7 @@ def test_an_embedding_job_links_its_vectors_with_one_search_and_one_write(
 
         return call
 
-    for name in ("similar_memories", "similar_memories_of", "link_similar", "link_similar_many"):
+    for name in ("similar_memories_of", "link_similar", "link_similar_many"):
         monkeypatch.setattr(graph, name, recorded(name))
     ids = _store_batch(api, NOTES)
     jobs()

@@ -77,7 +77,7 @@ def test_nearest_and_similar_search_the_vector_nodes(api: Api, services: Service
     results = api.post("/recall", json={"embedding": _unit(dimension, 5), "limit": 1}).get_json()["results"]
     assert results[0]["id"] == near
     twin = _store(api, "Near the probe as well", embedding=_unit(dimension, 5))
-    assert [i for i, _ in services.graph.similar_memories(twin, 5, 0.99)] == [near]
+    assert [i for i, _ in services.graph.similar_memories_of([twin], 5, 0.99)[twin]] == [near]
 
 
 def test_a_store_of_the_older_layout_is_migrated(api: Api, services: Services, jobs: Any) -> None:

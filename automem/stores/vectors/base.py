@@ -249,6 +249,16 @@ class VectorStore(abc.ABC):
         """Nearest points by cosine similarity, best first, with the filter applied in the engine
         (`with_payload=False`: ids and scores only, an empty payload)."""
 
+    def search_many(
+        self,
+        requests: Sequence[tuple[Sequence[float], Filter | None]],
+        limit: int,
+        score_threshold: float | None,
+    ) -> list[list[VectorHit]]:
+        """`search` of each (vector, filter), ids and scores only, in order: one round trip to a
+        server for them all where the engine takes a batch."""
+        return [self.search(v, limit, f, score_threshold, with_payload=False) for v, f in requests]
+
     @abc.abstractmethod
     def keyword_search(
         self,

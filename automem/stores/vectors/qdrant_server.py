@@ -324,6 +324,36 @@ class QdrantVectorStore(VectorStore):
             with_payload=with_payload,
         )
 
+    def search_many(
+        self,
+        requests: Sequence[tuple[Sequence[float], Filter | None]],
+        limit: int,
+        score_threshold: float | None,
+    ) -> list[list[VectorHit]]:
+        dimension = self.dimension()
+        if dimension is None or limit <= 0 or not requests:
+            return [[] for _ in requests]
+        batch = []
+        for vector, flt in requests:
+            check_dimension(vector, dimension)
+            batch.append(
+                qm.QueryRequest(
+                    query=list(vector),
+                    filter=_filter(flt),
+                    limit=limit,
+                    score_threshold=score_threshold,
+                    with_payload=False,
+                )
+            )
+        responses = self._read_or(
+            None, lambda: self.client.query_batch_points(self.collection, requests=batch)
+        )
+        if responses is None:
+            return [[] for _ in requests]
+        return [
+            [VectorHit(id=str(p.id), score=float(p.score), payload={}) for p in r.points] for r in responses
+        ]
+
     def _query(self, **request: Any) -> list[VectorHit]:
         response = self._read_or(None, lambda: self.client.query_points(self.collection, **request))
         if response is None:
