@@ -276,8 +276,9 @@ class Settings(BaseSettings):
         "store. `auto`: on with the embedded Qdrant Edge shard (which answers only the API process "
         "that owns it, while the worker links similar memories; recall beyond "
         "RECALL_EXACT_SEARCH_LIMIT searches it too), off with a Qdrant server, which every process "
-        "reaches: FalkorDB then holds ~2.2 KB less a memory, no transient copy of every vector "
-        "while the index grows, and writes a vector without an HNSW insert (docs/performance.md, "
+        "reaches: FalkorDB then holds ~1.8 KB less a memory (2.2 KB once enriched), no transient "
+        "copy of every vector while the index grows, and writes a vector without an HNSW insert "
+        "(a quarter of its CPU a memory at 300k; docs/performance.md, "
         '"Server mode without the graph\'s vector index"). `off` needs the qdrant backend; turning '
         "it off drops an existing index, turning it on builds it again from the graph.",
     )
