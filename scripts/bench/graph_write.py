@@ -101,7 +101,7 @@ def render(report: dict[str, Any]) -> str:
         "",
         f"Command: `{meta['command']}`. {config['size']:,} memories of the load corpus (384-d client "
         f"vectors) through `MemoryService.create_batch` in batches of {config['batch']}, enrichment off; "
-        "the vector store a Qdrant Edge shard in this process in both runs (the batch rate includes its "
+        "the vector store a Qdrant Edge shard in this process in every run (the batch rate includes its "
         "point writes, which a Qdrant server would make in its own); without the index, the graph's "
         "index dropped after start, as GRAPH_VECTOR_INDEX=auto does with a Qdrant server.",
         "",
