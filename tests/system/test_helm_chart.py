@@ -205,6 +205,8 @@ def test_api_and_worker_read_settings_from_the_configmap_and_secret_and_resolve_
         settings = Settings()
         assert not settings.embedded and settings.resolved_vector_backend() == "qdrant"
         assert settings.qdrant_url == "http://mem-qdrant:6333"
+        # The Qdrant server indexes the vectors for every process: FalkorDB keeps no index of them.
+        assert not settings.graph_vector_index_wanted()
         assert settings.graph_url() == f"redis://{FULL}-falkordb:6379"
         assert settings.queue_url() == f"redis://{FULL}-redis:6379/0"
         assert settings.max_body_bytes == 1048576 and settings.admin_token == "adm"
