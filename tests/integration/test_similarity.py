@@ -5,6 +5,7 @@ says."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -165,3 +166,31 @@ def test_off_needs_a_vector_store_every_process_reaches(
         graph_vector_index="on",
     )
     assert kept.graph_vector_index_wanted()
+
+
+def test_processes_starting_together_drop_the_index_once(falkordb_server: EmbeddedFalkorDB) -> None:
+    """The API and the worker start together: both find the index and drop it; neither fails."""
+    name = f"similarity_{uuid.uuid4().hex[:12]}"
+    GraphStore.from_url(falkordb_server.url, name).ensure_schema(DIMENSION)
+    stores = [GraphStore.from_url(falkordb_server.url, name) for _ in range(4)]
+    existing = stores[0]._existing_indexes()
+    assert (VECTOR_LABEL, "vector", "embedding") in existing
+    barrier = threading.Barrier(len(stores))
+    failures: list[BaseException] = []
+
+    def drop(store: GraphStore) -> None:
+        barrier.wait()
+        try:
+            store._drop_vector_index(existing)  # each saw the index before any dropped it
+        except BaseException as exc:  # the assertion below reports it
+            failures.append(exc)
+
+    threads = [threading.Thread(target=drop, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    try:
+        assert failures == [] and not _vector_index(stores[0])
+    finally:
+        stores[0].graph.delete()
