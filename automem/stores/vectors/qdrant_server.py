@@ -350,18 +350,11 @@ class QdrantVectorStore(VectorStore):
         )
         if responses is None:
             return [[] for _ in requests]
-        return [
-            [VectorHit(id=str(p.id), score=float(p.score), payload={}) for p in r.points] for r in responses
-        ]
+        return [_hits(r) for r in responses]
 
     def _query(self, **request: Any) -> list[VectorHit]:
         response = self._read_or(None, lambda: self.client.query_points(self.collection, **request))
-        if response is None:
-            return []
-        return [
-            VectorHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {}))
-            for p in response.points
-        ]
+        return [] if response is None else _hits(response)
 
     def keyword_search(
         self,
@@ -448,6 +441,12 @@ def _older_than(rev: int) -> qm.Filter:
 def _uuid(point_id: str) -> str:
     """The canonical UUID string: validates the id the same way the Edge adapter does."""
     return str(uuid.UUID(point_id))
+
+
+def _hits(response: qm.QueryResponse) -> list[VectorHit]:
+    return [
+        VectorHit(id=str(p.id), score=float(p.score), payload=dict(p.payload or {})) for p in response.points
+    ]
 
 
 def _record(record: qm.Record, with_vectors: bool) -> VectorRecord:
