@@ -171,6 +171,11 @@ _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 # before any traversal: with `UNWIND $ids ... MATCH (m {id: x})-[r]->(n)` FalkorDB's planner may
 # start from a label scan of `n`, which made a 0-edge lookup take 300 ms at 3.4k memories.
 _UNIQUE_KEYS = (("Memory", "id"), ("Entity", "key"), (VECTOR_LABEL, "id"))
+# How `_existing_indexes` names the vector index of the vector nodes, and the one on memories
+# that stores written before vector nodes had.
+VECTOR_INDEX = (VECTOR_LABEL, "vector", "embedding")
+_OLD_VECTOR_INDEX = ("Memory", "vector", "embedding")
+
 _RANGE_INDEXES = {
     "Memory": ("id", "dedup_key", "tags", "tag_prefixes", "timestamp", TIME_KEY, "state", "seq_scope"),
     VECTOR_LABEL: ("id",),
@@ -676,7 +681,7 @@ class GraphStore(
         aside.wipe()
 
     def _ensure_vector_index(self, dimension: int, existing: dict[tuple[str, str, str], Any]) -> None:
-        options = existing.get((VECTOR_LABEL, "vector", "embedding"))
+        options = existing.get(VECTOR_INDEX)
         if options is not None and int(options.get("dimension", 0)) == dimension:
             return
         if options is not None:
@@ -688,12 +693,9 @@ class GraphStore(
         )
 
     def _drop_vector_index(self, existing: dict[tuple[str, str, str], Any]) -> None:
-        if (VECTOR_LABEL, "vector", "embedding") not in existing:
+        if VECTOR_INDEX not in existing:
             return
-        self._drop_index(
-            f"DROP VECTOR INDEX FOR (v:{VECTOR_LABEL}) ON (v.embedding)",
-            (VECTOR_LABEL, "vector", "embedding"),
-        )
+        self._drop_index(f"DROP VECTOR INDEX FOR (v:{VECTOR_LABEL}) ON (v.embedding)", VECTOR_INDEX)
         log.info("dropped the graph's vector index (GRAPH_VECTOR_INDEX)")
 
     def _drop_index(self, cypher: str, key: tuple[str, str, str]) -> None:
@@ -709,7 +711,7 @@ class GraphStore(
         """Migrate a store written before vector nodes: move each memory's `embedding` property
         to its vector node, a page per query (each page whole or not at all; a page interrupted
         is simply moved again), then drop the memories' vector index. Returns memories moved."""
-        if ("Memory", "vector", "embedding") not in existing:
+        if _OLD_VECTOR_INDEX not in existing:
             return 0
         moved = 0
         while True:
@@ -725,9 +727,7 @@ class GraphStore(
             moved += page
             if page < MIGRATION_PAGE:
                 break
-        self._drop_index(
-            "DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)", ("Memory", "vector", "embedding")
-        )
+        self._drop_index("DROP VECTOR INDEX FOR (m:Memory) ON (m.embedding)", _OLD_VECTOR_INDEX)
         log.info("moved %d embeddings to their own nodes", moved)
         return moved
 

@@ -21,7 +21,7 @@ from automem.embedded import EmbeddedFalkorDB
 from automem.services import Services
 from automem.settings import Settings
 from automem.similarity import GraphSimilar, VectorStoreSimilar
-from automem.stores.graph import GraphStore
+from automem.stores.graph import VECTOR_INDEX, GraphStore
 from automem.stores.graph_lifecycle import VECTOR_LABEL, VECTOR_LINK
 from automem.stores.vectors import VectorPoint, VectorStore
 from automem.stores.vectors.qdrant_edge import EdgeVectorStore
@@ -114,7 +114,7 @@ def settings(request: pytest.FixtureRequest, falkordb_server: EmbeddedFalkorDB, 
 
 
 def _vector_index(graph: GraphStore) -> bool:
-    return (VECTOR_LABEL, "vector", "embedding") in graph._existing_indexes()
+    return VECTOR_INDEX in graph._existing_indexes()
 
 
 def test_links_and_semantic_neighbours_from_either_source(api: Api, services: Services, jobs: Any) -> None:
@@ -174,7 +174,7 @@ def test_processes_starting_together_drop_the_index_once(falkordb_server: Embedd
     GraphStore.from_url(falkordb_server.url, name).ensure_schema(DIMENSION)
     stores = [GraphStore.from_url(falkordb_server.url, name) for _ in range(4)]
     existing = stores[0]._existing_indexes()
-    assert (VECTOR_LABEL, "vector", "embedding") in existing
+    assert VECTOR_INDEX in existing
     barrier = threading.Barrier(len(stores))
     failures: list[BaseException] = []
 
