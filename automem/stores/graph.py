@@ -162,6 +162,18 @@ def _doc(row: Sequence[Any], embedding: bool = False) -> MemoryRecord:
     return MemoryRecord.from_values(_fields(embedding), row)
 
 
+def _tagged_active(mode: Literal["any", "all"], match: Literal["prefix", "exact"]) -> str:
+    """The head of a by-tag read: the tenant's active memories that carry any or all of `$tags`
+    (with `prefix`, a tag counts as carried by a memory with it or a tag below it), each once,
+    as `m`."""
+    field = "tag_prefixes" if match == "prefix" else "tags"
+    if mode == "any":
+        head = f"UNWIND $tags AS t MATCH (m:Memory) WHERE t IN m.{field}"
+    else:
+        head = f"MATCH (m:Memory) WHERE $first IN m.{field} AND all(t IN $tags WHERE t IN m.{field})"
+    return f"{head} AND m.state = 'active' AND m.tenant = $tenant WITH DISTINCT m"
+
+
 _PROJECTION = _projection()
 _PROJECTION_WITH_EMBEDDING = _projection(embedding=True)
 
@@ -1070,14 +1082,8 @@ class GraphStore(
         offset: int,
     ) -> list[MemoryRecord]:
         """Active memories carrying the tags, importance desc then timestamp desc then id."""
-        field = "tag_prefixes" if match == "prefix" else "tags"
-        if mode == "any":
-            head = f"UNWIND $tags AS t MATCH (m:Memory) WHERE t IN m.{field}"
-        else:
-            head = f"MATCH (m:Memory) WHERE $first IN m.{field} AND all(t IN $tags WHERE t IN m.{field})"
         cypher = f"""
-        {head} AND m.state = 'active' AND m.tenant = $tenant
-        WITH DISTINCT m
+        {_tagged_active(mode, match)}
         ORDER BY m.importance DESC, m.timestamp DESC, m.id ASC
         SKIP $offset LIMIT $limit
         RETURN {_PROJECTION}
@@ -1095,14 +1101,8 @@ class GraphStore(
         limit: int,
     ) -> tuple[int, list[str]]:
         """(how many active memories carry the tags, the ids of up to `limit` of them)."""
-        field = "tag_prefixes" if match == "prefix" else "tags"
-        if mode == "any":
-            head = f"UNWIND $tags AS t MATCH (m:Memory) WHERE t IN m.{field}"
-        else:
-            head = f"MATCH (m:Memory) WHERE $first IN m.{field} AND all(t IN $tags WHERE t IN m.{field})"
         cypher = f"""
-        {head} AND m.state = 'active' AND m.tenant = $tenant
-        WITH DISTINCT m
+        {_tagged_active(mode, match)}
         RETURN count(m), collect(m.id)[0..$limit]
         """
         params = {"tags": list(tags), "first": tags[0], "tenant": tenant, "limit": limit}
