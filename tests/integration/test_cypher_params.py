@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 from falkordb.helpers import stringify_param_value
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from automem.embedded import EmbeddedFalkorDB
 from automem.stores.graph import GraphStore, Vector32, cypher_literal, cypher_params
@@ -38,15 +40,33 @@ def test_literal_matches_the_client(value: Any) -> None:
     assert cypher_literal(value) == stringify_param_value(value)
 
 
+def _keeps_every_bit(graph: GraphStore, values: list[float]) -> None:
+    expected = np.array(values, dtype=np.float32)
+    literal = cypher_literal(Vector32(values))
+    parsed = np.array([float(x) for x in literal.strip("[]").split(",")], dtype=np.float32)
+    assert np.array_equal(parsed, expected), literal
+    stored = graph._query("RETURN vecf32($v)", {"v": Vector32(values)}).result_set[0][0]
+    assert np.array_equal(np.array(stored, dtype=np.float32), expected)
+
+
 def test_embeddings_keep_every_float32_bit(falkordb_server: EmbeddedFalkorDB) -> None:
     rng = np.random.default_rng(3)
     values = [*rng.normal(scale=0.2, size=384).astype(np.float32).tolist(), 1e-30, -3.4e38, 0.1]
-    literal = cypher_literal(Vector32(values))
-    parsed = np.array([float(x) for x in literal.strip("[]").split(",")], dtype=np.float32)
-    assert np.array_equal(parsed, np.array(values, dtype=np.float32))
-    graph = GraphStore.from_url(falkordb_server.url, "params_vectors")
-    stored = graph._query("RETURN vecf32($v)", {"v": Vector32(values)}).result_set[0][0]
-    assert np.array_equal(np.array(stored, dtype=np.float32), np.array(values, dtype=np.float32))
+    _keeps_every_bit(GraphStore.from_url(falkordb_server.url, "params_vectors"), values)
+
+
+# Any float32 (subnormals and the extremes included), and doubles as a client sends them: what
+# FalkorDB stores is the float32 nearest to each.
+_FLOAT32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
+_CLIENT_DOUBLE = st.floats(min_value=-3.4e38, max_value=3.4e38, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.one_of(_FLOAT32, _CLIENT_DOUBLE), min_size=1, max_size=64))
+def test_any_vector_is_stored_as_its_float32_values(
+    falkordb_server: EmbeddedFalkorDB, values: list[float]
+) -> None:
+    _keeps_every_bit(GraphStore.from_url(falkordb_server.url, "params_vectors_any"), values)
 
 
 def test_bad_keys_are_refused() -> None:
