@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from falkordb.helpers import stringify_param_value
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from automem.embedded import EmbeddedFalkorDB
@@ -61,12 +61,16 @@ _FLOAT32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 _CLIENT_DOUBLE = st.floats(min_value=-3.4e38, max_value=3.4e38, allow_nan=False)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.fixture(scope="module")
+def vectors_graph(falkordb_server: EmbeddedFalkorDB) -> GraphStore:
+    """One store for every example of the property below, not a connection each."""
+    return GraphStore.from_url(falkordb_server.url, "params_vectors_any")
+
+
+@settings(max_examples=60, deadline=None)
 @given(values=st.lists(st.one_of(_FLOAT32, _CLIENT_DOUBLE), min_size=1, max_size=64))
-def test_any_vector_is_stored_as_its_float32_values(
-    falkordb_server: EmbeddedFalkorDB, values: list[float]
-) -> None:
-    _keeps_every_bit(GraphStore.from_url(falkordb_server.url, "params_vectors_any"), values)
+def test_any_vector_is_stored_as_its_float32_values(vectors_graph: GraphStore, values: list[float]) -> None:
+    _keeps_every_bit(vectors_graph, values)
 
 
 def test_bad_keys_are_refused() -> None:
