@@ -49,22 +49,22 @@ def _keeps_every_bit(graph: GraphStore, values: list[float]) -> None:
     assert np.array_equal(np.array(stored, dtype=np.float32), expected)
 
 
-def test_embeddings_keep_every_float32_bit(falkordb_server: EmbeddedFalkorDB) -> None:
+@pytest.fixture(scope="module")
+def vectors_graph(falkordb_server: EmbeddedFalkorDB) -> GraphStore:
+    """One store for the vector tests and every example of the property, not a connection each."""
+    return GraphStore.from_url(falkordb_server.url, "params_vectors")
+
+
+def test_embeddings_keep_every_float32_bit(vectors_graph: GraphStore) -> None:
     rng = np.random.default_rng(3)
     values = [*rng.normal(scale=0.2, size=384).astype(np.float32).tolist(), 1e-30, -3.4e38, 0.1]
-    _keeps_every_bit(GraphStore.from_url(falkordb_server.url, "params_vectors"), values)
+    _keeps_every_bit(vectors_graph, values)
 
 
 # Any float32 (subnormals and the extremes included), and doubles as a client sends them: what
 # FalkorDB stores is the float32 nearest to each.
 _FLOAT32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
 _CLIENT_DOUBLE = st.floats(min_value=-3.4e38, max_value=3.4e38, allow_nan=False)
-
-
-@pytest.fixture(scope="module")
-def vectors_graph(falkordb_server: EmbeddedFalkorDB) -> GraphStore:
-    """One store for every example of the property below, not a connection each."""
-    return GraphStore.from_url(falkordb_server.url, "params_vectors_any")
 
 
 @settings(max_examples=60, deadline=None)
