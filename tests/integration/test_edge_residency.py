@@ -40,6 +40,13 @@ def resident_vector_kb(shard: Path) -> dict[str, int]:
     return found
 
 
+def chunk_kb(shard: Path) -> int:
+    """Size in kB of the shard's dense-vector chunk files together (what Edge's default placement
+    loads into the writable mapping)."""
+    chunks = shard.glob("segments/*/vector_storage/vectors/chunk_*")
+    return sum(chunk.stat().st_size for chunk in chunks) // 1024
+
+
 def _fill(store: EdgeVectorStore) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.standard_normal((POINTS, DIM)).astype(np.float32)
@@ -77,9 +84,12 @@ def test_a_reloaded_shard_keeps_its_vectors_resident_once_and_still_answers(tmp_
     resident = resident_vector_kb(path)
     try:
         assert len(hits) == 10
-        # The search read the vectors through the read-only mapping; the writable one is untouched.
+        # The search read the vectors through the read-only mapping. Edge's default placement
+        # loads the writable one whole, every chunk file (32 MB each: checked); cold, it stays
+        # unloaded but for pages the load itself may write (seen once, in a CI rehearsal on
+        # 2026-12-01: 784 kB of a 32 MB chunk).
         assert resident["r--s"] >= POINTS * DIM * 2 / 1024, resident
-        assert resident["rw-s"] == 0, resident
+        assert resident["rw-s"] < chunk_kb(path) / 4, resident
         # Written after the reload and found: the cold segments still take updates.
         reloaded.upsert([VectorPoint(id=str(uuid.UUID(int=POINTS + 1)), vector=query, payload={"rev": 1})])
         assert reloaded.search(query, 1)[0].id == str(uuid.UUID(int=POINTS + 1))
