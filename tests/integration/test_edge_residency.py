@@ -22,6 +22,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 DIM = 64
 POINTS = 3_000
+_CHUNK_FILES = "vector_storage/vectors/chunk_"  # a segment's dense-vector files, in its directory
 _MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ (\S{4}) \S+ \S+ \S+\s+(\S.*)$")
 
 
@@ -33,7 +34,7 @@ def resident_vector_kb(shard: Path) -> dict[str, int]:
     for line in Path("/proc/self/smaps").read_text().splitlines():
         match = _MAPPING.match(line)
         if match:
-            vector_file = match[2].startswith(str(shard)) and "/vector_storage/vectors/chunk_" in match[2]
+            vector_file = match[2].startswith(str(shard)) and f"/{_CHUNK_FILES}" in match[2]
             perms = match[1] if vector_file else None
         elif perms and line.startswith("Rss:"):
             found[perms] += int(line.split()[1])
@@ -43,7 +44,7 @@ def resident_vector_kb(shard: Path) -> dict[str, int]:
 def chunk_kb(shard: Path) -> int:
     """Size in kB of the shard's dense-vector chunk files together (what Edge's default placement
     loads into the writable mapping)."""
-    chunks = shard.glob("segments/*/vector_storage/vectors/chunk_*")
+    chunks = shard.glob(f"segments/*/{_CHUNK_FILES}*")
     return sum(chunk.stat().st_size for chunk in chunks) // 1024
 
 
