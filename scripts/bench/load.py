@@ -37,6 +37,7 @@ from scripts.bench.common import (
     ROOT,
     Service,
     command_line,
+    cpu_seconds,
     embedded_service,
     git_commit,
     load_avg,
@@ -302,23 +303,54 @@ def wait_drained(client: httpx.Client, timeout: float, poll: float = 2.0) -> dic
 
 
 def grow_to(
-    client: httpx.Client, corpus: Corpus, start: int, size: int, args: argparse.Namespace
+    client: httpx.Client,
+    corpus: Corpus,
+    start: int,
+    size: int,
+    args: argparse.Namespace,
+    cpu: Callable[[], dict[str, float]] = dict,
 ) -> dict[str, Any]:
-    """Store memories start..size-1: single POSTs at c=1 and c=4, then batches."""
+    """Store memories start..size-1: single POSTs at c=1 and c=4, then batches; each phase with
+    the CPU its service processes spent a memory (`cpu`: CPU seconds so far by process role)."""
     next_n = start
     results: dict[str, Any] = {}
     for key, count, concurrency in (("single_c1", args.single, 1), ("single_c4", 2 * args.single, 4)):
         count = min(count, size - next_n)
         items = [corpus.memory(n) for n in range(next_n, next_n + count)]
-        results[key] = single_posts(client, items, concurrency)
+        before = cpu()
+        results[key] = single_posts(client, items, concurrency) | cpu_per_memory(before, cpu(), count)
         next_n += count
         log(f"  {key}: {results[key]['per_s']}/s p50 {results[key]['p50_ms']} ms")
     if next_n >= size:  # a small size can be used up by the single POSTs: no batch rate, not 0/s
         return results
     bodies = batch_bodies(corpus.memory, next_n, size, args.batch)
-    results["batch"] = batch_posts(client, bodies, size - next_n, args.batch, args.batch_concurrency)
-    log(f"  batch x{args.batch} c{args.batch_concurrency}: {results['batch']['per_s']}/s")
+    before = cpu()
+    batch = batch_posts(client, bodies, size - next_n, args.batch, args.batch_concurrency)
+    results["batch"] = batch | cpu_per_memory(before, cpu(), size - next_n)
+    log(f"  batch x{args.batch} c{args.batch_concurrency}: {batch['per_s']}/s")
     return results
+
+
+def cpu_per_memory(before: dict[str, float], after: dict[str, float], memories: int) -> dict[str, Any]:
+    """`cpu_ms`: each process role's CPU between the two readings, in ms a memory (nothing when
+    the service is not this run's own, so its processes are unknown)."""
+    if not memories or not after:
+        return {}
+    used = {role: 1000 * (seconds - before.get(role, 0.0)) / memories for role, seconds in after.items()}
+    return {"cpu_ms": {role: round(ms, 3) for role, ms in sorted(used.items())}}
+
+
+def service_cpu(service: Service) -> Callable[[], dict[str, float]]:
+    """CPU seconds so far of the service's processes by role; nothing for a service of another
+    run (`--url`)."""
+    proc = service.proc
+    if proc is None:
+        return dict
+
+    def read() -> dict[str, float]:
+        return cpu_seconds(proc.pid)
+
+    return read
 
 
 def backlog_of(client: httpx.Client) -> dict[str, Any]:
@@ -331,7 +363,7 @@ def measure_size(service: Service, corpus: Corpus, start: int, size: int, args: 
     user's machine does after an import), wait for the drain, and read again."""
     log(f"N={size}: ingest {start}..{size - 1}")
     with service.client(connections=args.connections) as client:
-        ingest = grow_to(client, corpus, start, size, args)
+        ingest = grow_to(client, corpus, start, size, args, service_cpu(service))
         written_at, backlog = time.perf_counter(), backlog_of(client)
         during: dict[str, Any] | None = None
         if not args.skip_during:
@@ -623,6 +655,24 @@ def _row(name: str, r: dict[str, Any], rate_key: str) -> str:
     return f"| {name} | {r.get(rate_key, '')} | {r.get('p50_ms')} | {r.get('p95_ms')} | {r.get('p99_ms')} |"
 
 
+def _ingest_label(key: str, r: dict[str, Any]) -> str:
+    return f"{key} (x{r['batch_size']}, c{r['concurrency']})" if key == "batch" else key
+
+
+def _ingest_cpu_rows(ingest: dict[str, Any]) -> list[str]:
+    """The CPU each service process spent a memory in each ingest phase (the benchmark client,
+    which sends pre-encoded bodies, is not in it)."""
+    roles = sorted({role for r in ingest.values() for role in r.get("cpu_ms") or {}})
+    if not roles:
+        return []
+    lines = ["", "| CPU ms a memory | " + " | ".join(roles) + " |", "|---|" + "---|" * len(roles)]
+    for key, r in ingest.items():
+        cpu = r.get("cpu_ms") or {}
+        cells = " | ".join(str(cpu.get(role, "")) for role in roles)
+        lines.append(f"| {_ingest_label(key, r)} | {cells} |")
+    return lines
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     m = meta["machine"]
@@ -650,8 +700,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             "|---|---|---|---|---|",
         ]
         for key, r in stage["ingest"].items():
-            label = f"{key} (x{r['batch_size']}, c{r['concurrency']})" if key == "batch" else key
-            lines.append(_row(label, r, "per_s"))
+            lines.append(_row(_ingest_label(key, r), r, "per_s"))
+        lines += _ingest_cpu_rows(stage["ingest"])
         drain = stage["drain"]
         lines += [
             "",
