@@ -661,8 +661,10 @@ def _ingest_label(key: str, r: dict[str, Any]) -> str:
 
 def _ingest_cpu_rows(ingest: dict[str, Any]) -> list[str]:
     """The CPU each service process spent a memory in each ingest phase (the benchmark client,
-    which sends pre-encoded bodies, is not in it)."""
-    roles = sorted({role for r in ingest.values() for role in r.get("cpu_ms") or {}})
+    which sends pre-encoded bodies, is not in it); a role that spent none in any (cron, the
+    supervisor) has no column."""
+    spent = [(role, ms) for r in ingest.values() for role, ms in (r.get("cpu_ms") or {}).items()]
+    roles = sorted({role for role, ms in spent if ms})
     if not roles:
         return []
     lines = ["", "| CPU ms a memory | " + " | ".join(roles) + " |", "|---|" + "---|" * len(roles)]

@@ -17,9 +17,9 @@ def test_no_cpu_is_reported_for_a_service_of_another_run_or_an_empty_phase() -> 
     assert cpu_per_memory({"api": 1.0}, {"api": 2.0}, 0) == {}
 
 
-def test_the_report_has_one_row_a_phase_and_one_column_a_role() -> None:
+def test_the_report_has_one_row_a_phase_and_a_column_for_each_role_that_spent_cpu() -> None:
     ingest = {
-        "single_c1": {"per_s": 250.0, "cpu_ms": {"api": 2.0, "falkordb": 1.5}},
+        "single_c1": {"per_s": 250.0, "cpu_ms": {"api": 2.0, "cron": 0.0, "falkordb": 1.5}},
         "batch": {
             "per_s": 2000.0,
             "batch_size": 200,
