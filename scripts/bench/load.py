@@ -17,6 +17,7 @@ timestamps over a year. Results: benchmarks/load.json and benchmarks/load.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 import sys
@@ -216,7 +217,8 @@ def recall_runs(
             timings.append(response.json().get("timings_ms") or {})
         return elapsed
 
-    samples, wall = run_concurrently([lambda b=b: one(b) for b in bodies], concurrency)
+    calls: list[Callable[[], float]] = [functools.partial(one, b) for b in bodies]
+    samples, wall = run_concurrently(calls, concurrency)
     return {
         "requests": len(bodies),
         "concurrency": concurrency,
@@ -839,7 +841,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         meta["leftover_processes"] = service.leftovers
     meta["load_end"] = load_avg()
     if args.tenants:
-        report = {"meta": meta, "results": results}
+        report: dict[str, Any] = {"meta": meta, "results": results}
         out = Path(args.out)
         (out / "load_tenants.json").write_text(json.dumps(report, indent=2) + "\n")
         (out / "load_tenants.md").write_text(render_tenants(report))
