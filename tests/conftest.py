@@ -120,7 +120,7 @@ def live_url(app: Flask) -> Iterator[str]:
 
 @pytest.fixture
 def services(app: Flask) -> Services:
-    return app.extensions["automem"]  # type: ignore[no-any-return]
+    return app.extensions["automem"]
 
 
 @pytest.fixture

@@ -244,7 +244,7 @@ class Service:
             try:
                 response = self.http.get("/health")
                 if response.status_code == 200:
-                    return response.json()  # type: ignore[no-any-return]
+                    return response.json()
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)

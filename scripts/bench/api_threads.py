@@ -29,7 +29,7 @@ from scripts.bench.common import (
     machine_info,
     report_title,
 )
-from scripts.bench.load import Corpus, batch_posts, recall_runs, single_posts
+from scripts.bench.load import Corpus, batch_bodies, batch_posts, recall_runs, single_posts
 
 QUIET = {"EMBEDDING_PROVIDER": "hash", "ENRICHMENT_ENABLED": "false"}
 
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="automem-threads-data-") as tmp:
         data = Path(tmp)
         with embedded_service(QUIET, data_dir=data) as service, service.client() as client:
-            batch_posts(client, [corpus.memory(n) for n in range(args.n)], 200, 2)
+            batch_posts(client, batch_bodies(corpus.memory, 0, args.n, 200), args.n, 200, 2)
         for offset, threads in enumerate(int(t) for t in args.threads.split(",")):
             results.append(measure(data, threads, corpus, args.n + offset * args.rounds, args.rounds))
     report = {"meta": meta, "results": results}

@@ -204,6 +204,11 @@ class Scope:
     end: str | None = None
 
 
+def _when(stamp: str | None) -> datetime | None:
+    """A scope's ISO bound as the datetime Qdrant's range condition takes."""
+    return datetime.fromisoformat(stamp) if stamp else None
+
+
 INDEX_CONFIGS = [
     IndexConfig(stem, stop, dated)
     for dated in (False, True)
@@ -586,7 +591,9 @@ class QdrantLocal:
         ]
         if scope.start or scope.end:
             must.append(
-                qm.FieldCondition(key="timestamp", range=qm.DatetimeRange(gte=scope.start, lt=scope.end))
+                qm.FieldCondition(
+                    key="timestamp", range=qm.DatetimeRange(gte=_when(scope.start), lt=_when(scope.end))
+                )
             )
         flt = qm.Filter(must=must)
         if self.mode == "text":
@@ -837,7 +844,7 @@ def main() -> None:
         workdir = Path(tmp)
         grid = partial(run_grid, docs=docs, questions=questions)
         for idf_scope in ("scope", "global"):
-            results += grid(lambda s=idf_scope: PythonBM25(s), configs)
+            results += grid(partial(PythonBM25, idf_scope), configs)
         index = EdgeShardIndex(workdir)
         results += grid(lambda: EdgeSparse(index, scoped_idf=False), configs)
         results += grid(lambda: EdgeSparse(index, scoped_idf=True), configs)
@@ -849,8 +856,8 @@ def main() -> None:
         results += grid(lambda: EdgeSparse(index, scoped_idf=False, avg_len=256.0), [edge_cfg])
         undated = IndexConfig(edge_cfg.stem, edge_cfg.stop, dated=False)
         for b in (0.25, 0.5):
-            results += grid(lambda b=b: EdgeSparse(index, scoped_idf=False, b=b), [edge_cfg, undated])
-            results += grid(lambda b=b: EdgeText(index, b=b), [edge_cfg])
+            results += grid(partial(EdgeSparse, index, scoped_idf=False, b=b), [edge_cfg, undated])
+            results += grid(partial(EdgeText, index, b=b), [edge_cfg])
 
         server = EmbeddedFalkorDB(workdir / "falkordb")
         url = server.start()

@@ -114,7 +114,7 @@ def cosine_summary(first: Embed, second: Embed, texts: list[str]) -> dict[str, f
     return {"cosine_p50": round(float(np.median(cosines)), 4), "cosine_min": round(float(cosines.min()), 4)}
 
 
-def shipped(**options: int) -> Embed:
+def shipped(**options: Any) -> Embed:
     """The provider as shipped over the shipped model, with `options` changed."""
     return FastEmbedProvider(model_dir=str(MODEL_DIR), **options).embed
 

@@ -214,7 +214,7 @@ def run_edge(engine: str, size: int, where: Path) -> dict[str, Any]:
         result["python_thread_longest_wait_s"] = round(longest_wait[0], 2)
 
     def search(vector: np.ndarray, project: int, source: int, kind: str) -> list[int]:
-        must = []
+        must: list[Any] = []
         if kind != "plain":
             must.append(qe.FieldCondition("tags", match=qe.MatchValue(f"project-{project}")))
         if kind == "project+source":

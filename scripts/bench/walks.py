@@ -105,14 +105,14 @@ def timed(pid: int, pages: Callable[[], Iterator[Sequence[Any]]]) -> dict[str, A
 
 def walks(graph: GraphStore, replaced: bool) -> dict[str, Callable[[], Iterator[Sequence[Any]]]]:
     backlog = {"tenant": None, "version": 1, "retry": False}
-    now = {
+    now: dict[str, Callable[[], Iterator[Sequence[Any]]]] = {
         "vector repair / audit (ids and revs)": lambda: graph.revs_pages(PAGE),
         "enrichment backlog (reconcile)": lambda: graph.enrichment_pages(PAGE, version=1),
         "embedding backlog (reconcile)": lambda: graph.reembed_pages("bench-model", False, PAGE),
         "one tenant's ids (tenant restore)": lambda: graph.tenant_id_pages("team", PAGE),
         "decay pass (active memories, links)": lambda: graph.scoring_pages(PAGE),
     }
-    before = {
+    before: dict[str, Callable[[], Iterator[Sequence[Any]]]] = {
         "replaced: ids and revs, m.id > $after ORDER BY m.id": lambda: old_pages(graph, OLD_REVS, {}),
         "replaced: enrichment backlog, the same": lambda: old_pages(graph, OLD_BACKLOG, backlog),
     }
