@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -273,6 +273,21 @@ def cpu_seconds(sid: int) -> dict[str, float]:
             role = process_role(cmd)
             totals[role] = totals.get(role, 0.0) + process_cpu_seconds(pid)
     return totals
+
+
+def cpu_ms_each(
+    before: dict[str, float],
+    after: dict[str, float],
+    count: int,
+    roles: Iterable[str] | None = None,
+    digits: int = 3,
+) -> dict[str, float]:
+    """Each role's CPU between two `cpu_seconds` readings, in ms per one of `count` (a memory, a
+    recall); `roles`: which to report (default: every role of the later reading, sorted)."""
+    chosen = sorted(after) if roles is None else roles
+    return {
+        role: round((after.get(role, 0.0) - before.get(role, 0.0)) * 1000 / count, digits) for role in chosen
+    }
 
 
 def _kb_to_mb(value: str | None) -> float | None:

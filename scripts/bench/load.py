@@ -38,6 +38,7 @@ from scripts.bench.common import (
     ROOT,
     Service,
     command_line,
+    cpu_ms_each,
     cpu_seconds,
     embedded_service,
     git_commit,
@@ -338,21 +339,13 @@ def cpu_per_memory(before: dict[str, float], after: dict[str, float], memories: 
     the service is not this run's own, so its processes are unknown)."""
     if not memories or not after:
         return {}
-    used = {role: 1000 * (seconds - before.get(role, 0.0)) / memories for role, seconds in after.items()}
-    return {"cpu_ms": {role: round(ms, 3) for role, ms in sorted(used.items())}}
+    return {"cpu_ms": cpu_ms_each(before, after, memories)}
 
 
 def service_cpu(service: Service) -> Callable[[], dict[str, float]]:
     """CPU seconds so far of the service's processes by role; nothing for a service of another
     run (`--url`)."""
-    proc = service.proc
-    if proc is None:
-        return dict
-
-    def read() -> dict[str, float]:
-        return cpu_seconds(proc.pid)
-
-    return read
+    return dict if service.proc is None else functools.partial(cpu_seconds, service.proc.pid)
 
 
 def backlog_of(client: httpx.Client) -> dict[str, Any]:

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scripts.bench.common import (
     ROOT,
+    cpu_ms_each,
     cpu_seconds,
     embedded_service,
     log,
@@ -60,7 +61,7 @@ def measure(data: Path, setting: str, value: str, corpus: Corpus, first: int, ro
         items = [corpus.memory(n) for n in range(first, first + rounds)]
         writes = single_posts(client, items, 4)
         wait_drained(client, 600)
-    cpu = {role: round((after.get(role, 0.0) - before.get(role, 0.0)) * 1000 / rounds, 2) for role in ROLES}
+    cpu = cpu_ms_each(before, after, rounds, ROLES, digits=2)
     row = {
         "value": value,
         "recall_c1_p50_ms": c1["p50_ms"],
