@@ -42,6 +42,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as qm
 
 from automem.embedded import EmbeddedFalkorDB
+from automem.timeutil import parse_iso
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
@@ -206,7 +207,7 @@ class Scope:
 
 def _when(stamp: str | None) -> datetime | None:
     """A scope's ISO bound as the datetime Qdrant's range condition takes."""
-    return datetime.fromisoformat(stamp) if stamp else None
+    return parse_iso(stamp) if stamp else None
 
 
 INDEX_CONFIGS = [
